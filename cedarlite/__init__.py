@@ -1,0 +1,54 @@
+"""cedarlite: a pure-Python, Cedar-compatible policy engine for AI agents' tool calls.
+
+```python
+import cedarlite
+ps = cedarlite.PolicySet.from_str('permit(principal, action == Action::"read", resource);')
+resp = cedarlite.is_authorized(
+    {"principal": 'User::"alice"', "action": 'Action::"read"', "resource": 'File::"a"'}, ps
+)
+assert resp.decision is cedarlite.Decision.ALLOW
+```
+"""
+
+from .ast import Effect
+from .authorizer import Decision, PolicyError, Response, is_authorized
+from .entities import Entities, Entity, EntityProvider
+from .errors import (
+    CedarliteError,
+    EntitiesError,
+    EvaluationError,
+    ParseError,
+    PolicySetError,
+    RequestError,
+    SchemaError,
+    ValidationError,
+)
+from .evaluator import Request
+from .policyset import PolicySet
+from .values import CedarSet, EntityUID, Record
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CedarSet",
+    "CedarliteError",
+    "Decision",
+    "Effect",
+    "Entities",
+    "EntitiesError",
+    "Entity",
+    "EntityProvider",
+    "EntityUID",
+    "EvaluationError",
+    "ParseError",
+    "PolicyError",
+    "PolicySet",
+    "PolicySetError",
+    "Record",
+    "Request",
+    "RequestError",
+    "Response",
+    "SchemaError",
+    "ValidationError",
+    "is_authorized",
+]

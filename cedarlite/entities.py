@@ -1,0 +1,389 @@
+"""The entity store: entities with attributes, tags and transitively closed ancestors.
+
+Entities come from Cedar's entity JSON (:meth:`Entities.from_json`), from Python objects, or
+from :class:`EntityProvider` objects (the tool catalog, tool parameter schemas). A store is
+immutable; :meth:`Entities.overlay` layers per-request entities over a shared base without
+copying it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .ast import is_valid_type_name
+from .errors import EntitiesError, EvaluationError
+from .ext import from_extn_json
+from .values import (
+    EMPTY_RECORD,
+    I64_MAX,
+    I64_MIN,
+    CedarSet,
+    EntityUID,
+    Record,
+)
+
+if TYPE_CHECKING:
+    from .schema.model import Schema
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """One entity: its uid, attributes, direct parents, tags and (computed) ancestors."""
+
+    uid: EntityUID
+    attrs: Record = EMPTY_RECORD
+    parents: frozenset[EntityUID] = frozenset()
+    tags: Record = EMPTY_RECORD
+    ancestors: frozenset[EntityUID] = field(default=frozenset(), compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """Cedar's entity JSON for this entity."""
+        from .values import to_json_value
+
+        out: dict[str, Any] = {
+            "uid": self.uid.to_json(),
+            "attrs": {k: to_json_value(v) for k, v in self.attrs.items()},
+            "parents": [p.to_json() for p in sorted(self.parents)],
+        }
+        if self.tags:
+            out["tags"] = {k: to_json_value(v) for k, v in self.tags.items()}
+        return out
+
+
+@runtime_checkable
+class EntityProvider(Protocol):
+    """Anything that contributes entities to a store (the tool catalog, a directory...)."""
+
+    def provide_entities(self) -> Iterable[Entity]:
+        """The entities this provider contributes (ancestors need not be computed)."""
+        ...
+
+
+class Entities(Mapping[EntityUID, Entity]):
+    """An immutable entity store keyed by :class:`EntityUID`.
+
+    ``get(uid)`` returns the :class:`Entity` (with transitively closed ``ancestors``) or
+    ``None``. Parents may name entities that are not in the store.
+    """
+
+    __slots__ = ("_base", "_by_uid", "_fingerprint")
+
+    def __init__(self, entities: Iterable[Entity] = (), *, _base: Entities | None = None) -> None:
+        by_uid: dict[EntityUID, Entity] = {}
+        for ent in entities:
+            prev = by_uid.get(ent.uid)
+            if prev is not None and prev != ent:
+                raise EntitiesError(f"duplicate entity `{ent.uid}` with different contents")
+            by_uid[ent.uid] = ent
+        self._base = _base
+        self._by_uid = _close_ancestors(by_uid, _base)
+        self._fingerprint: int | None = None
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def from_json(
+        cls,
+        data: str | bytes | list[Any] | None,
+        *,
+        schema: Schema | None = None,
+        source: str | None = None,
+    ) -> Entities:
+        """Parse Cedar's entity JSON (a JSON text or an already-decoded list).
+
+        With a ``schema``, attribute values are interpreted by their declared types, entities
+        are checked against their declarations and the schema's action entities are added.
+        Raises :class:`EntitiesError`.
+        """
+        items = load_json(data, source, EntitiesError) if isinstance(data, str | bytes) else data
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise EntitiesError("entities must be a JSON array of entity objects", source=source)
+        entities = [_entity_from_json(item, f"[{i}]", source) for i, item in enumerate(items)]
+        if schema is not None:
+            from .schema.conform import conform_entities
+
+            entities = conform_entities(entities, items, schema, source)
+        try:
+            return cls(entities)
+        except EntitiesError as err:
+            err.source = source
+            raise
+
+    @classmethod
+    def from_providers(cls, *providers: EntityProvider | Iterable[Entity]) -> Entities:
+        """A store holding the entities of every provider (or iterable of entities)."""
+        ents: list[Entity] = []
+        for p in providers:
+            ents.extend(p.provide_entities() if isinstance(p, EntityProvider) else p)
+        return cls(ents)
+
+    def overlay(self, entities: Iterable[Entity]) -> Entities:
+        """A store with ``entities`` added on top of this one (which is not copied).
+
+        The added entities win over same-uid entities of this store; their ancestors are
+        computed through this store's hierarchy.
+        """
+        return Entities(entities, _base=self)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """Cedar's entity JSON for the whole store."""
+        return [e.to_json() for e in self.values()]
+
+    # -- Mapping protocol ------------------------------------------------------------------
+
+    def get(self, uid: EntityUID, default: Any = None) -> Any:  # type: ignore[override]
+        """The entity with this uid, or ``default``."""
+        ent = self._by_uid.get(uid)
+        if ent is None and self._base is not None:
+            return self._base.get(uid, default)
+        return default if ent is None else ent
+
+    def __getitem__(self, uid: EntityUID) -> Entity:
+        ent = self.get(uid)
+        if ent is None:
+            raise KeyError(uid)
+        return ent  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[EntityUID]:
+        yield from self._by_uid
+        if self._base is not None:
+            for uid in self._base:
+                if uid not in self._by_uid:
+                    yield uid
+
+    def __len__(self) -> int:
+        if self._base is None:
+            return len(self._by_uid)
+        return sum(1 for _ in self)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._by_uid or (self._base is not None and uid in self._base)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entities):
+            return NotImplemented
+        return dict(self.items()) == dict(other.items())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<Entities: {len(self)} entities>"
+
+
+def _close_ancestors(
+    by_uid: dict[EntityUID, Entity], base: Entities | None
+) -> dict[EntityUID, Entity]:
+    """Fill in ``ancestors`` (transitive parents) for every entity; a cycle is an error."""
+    done: dict[EntityUID, frozenset[EntityUID]] = {}
+    return {
+        uid: Entity(ent.uid, ent.attrs, ent.parents, ent.tags, _ancestors(uid, by_uid, base, done))
+        for uid, ent in by_uid.items()
+    }
+
+
+_ON_PATH: Any = object()  # a unique marker (the empty frozenset is a shared singleton)
+
+
+def _ancestors(
+    root: EntityUID,
+    by_uid: dict[EntityUID, Entity],
+    base: Entities | None,
+    done: dict[EntityUID, frozenset[EntityUID]],
+) -> frozenset[EntityUID]:
+    """Ancestors of ``root`` by an explicit-stack depth-first search (deep hierarchies are fine).
+
+    ``done`` memoizes results across calls; while a uid is being explored it maps to the
+    sentinel ``_ON_PATH`` (compared by identity), so meeting it again means a cycle.
+    """
+    on_path = _ON_PATH
+    if root in done:
+        return done[root]
+    stack: list[tuple[EntityUID, Iterator[EntityUID]]] = []
+    done[root] = on_path
+    stack.append((root, iter(by_uid[root].parents)))
+    while stack:
+        uid, parents = stack[-1]
+        advanced = False
+        for parent in parents:
+            state = done.get(parent)
+            if state is on_path:
+                raise EntitiesError(
+                    f"entity hierarchy has a cycle containing `{parent}`",
+                    help="parents must form a directed acyclic graph",
+                )
+            if state is None and parent in by_uid:
+                done[parent] = on_path
+                stack.append((parent, iter(by_uid[parent].parents)))
+                advanced = True
+                break
+        if advanced:
+            continue
+        stack.pop()
+        acc: set[EntityUID] = set()
+        for parent in by_uid[uid].parents:
+            acc.add(parent)
+            if parent in by_uid:
+                acc |= done[parent]
+            elif base is not None:
+                base_ent = base.get(parent)
+                if base_ent is not None:
+                    acc |= base_ent.ancestors
+        done[uid] = frozenset(acc)
+    return done[root]
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+
+def load_json(data: str | bytes, source: str | None, error: type[Exception]) -> Any:
+    """Decode JSON text, rejecting duplicate object keys; errors carry line and column."""
+    from .source import Span
+
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as err:
+        raise error(  # type: ignore[call-arg]
+            f"invalid JSON: {err.msg.lower()}",
+            span=Span.at(text, err.pos, err.pos + 1),
+            text=text,
+            source=source,
+        ) from None
+    except _DuplicateKey as err:
+        raise error(f"invalid JSON: duplicate key `{err.key}`", source=source) from None  # type: ignore[call-arg]
+    except RecursionError:
+        raise error("invalid JSON: nested too deeply", source=source) from None  # type: ignore[call-arg]
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) -> EntityUID:
+    """An entity uid from ``{"type", "id"}`` or ``{"__entity": {"type", "id"}}``."""
+    if isinstance(obj, dict) and set(obj) == {"__entity"}:
+        obj = obj["__entity"]
+    if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:
+        raise error(  # type: ignore[call-arg]
+            f"{where}: expected an entity reference `{{\"type\": ..., \"id\": ...}}`, "
+            f"got `{_preview(obj)}`"
+        )
+    type_name, id_ = obj["type"], obj["id"]
+    if not isinstance(type_name, str) or not is_valid_type_name(type_name):
+        raise error(f"{where}: `{_preview(type_name)}` is not a valid entity type name")  # type: ignore[call-arg]
+    if not isinstance(id_, str):
+        raise error(f"{where}: entity id must be a string, got `{_preview(id_)}`")  # type: ignore[call-arg]
+    return EntityUID(type_name, id_)
+
+
+def value_from_json(obj: Any, where: str) -> Any:
+    """A Cedar value from its JSON form, without a schema (``__entity``/``__extn`` escapes).
+
+    Raises :class:`EvaluationError`-free :class:`EntitiesError`-style ``ValueError`` subclasses
+    through :func:`_value_error`; callers wrap the message with their own error class.
+    """
+    cls = obj.__class__
+    if cls is bool or cls is str:
+        return obj
+    if cls is int:
+        if not I64_MIN <= obj <= I64_MAX:
+            raise JSONValueError(f"{where}: integer `{obj}` does not fit in 64 bits")
+        return obj
+    if cls is list:
+        return CedarSet(value_from_json(v, f"{where}[{i}]") for i, v in enumerate(obj))
+    if cls is dict:
+        if len(obj) == 1:
+            (key, inner), = obj.items()
+            if key == "__entity":
+                return uid_from_json(obj, where, JSONValueError)
+            if key == "__extn":
+                return _extn_from_json(inner, where)
+            if key == "__expr":
+                raise JSONValueError(f"{where}: the `__expr` escape is no longer supported")
+        return Record({k: value_from_json(v, f"{where}.{k}") for k, v in obj.items()})
+    if obj is None:
+        raise JSONValueError(f"{where}: JSON `null` is not a Cedar value")
+    if cls is float:
+        raise JSONValueError(f"{where}: `{obj}` is not an integer; Cedar has no floating point")
+    if cls is EntityUID or cls is CedarSet or cls is Record or hasattr(obj, "cedar_type"):
+        return obj  # already a Cedar value (Python callers)
+    if isinstance(obj, tuple | set | frozenset):
+        return value_from_json(list(obj), where)
+    if isinstance(obj, Mapping):
+        return value_from_json(dict(obj), where)
+    raise JSONValueError(f"{where}: `{_preview(obj)}` is not a Cedar value")
+
+
+class JSONValueError(EntitiesError):
+    """A JSON value that does not denote a Cedar value."""
+
+
+def _extn_from_json(inner: Any, where: str) -> Any:
+    if not isinstance(inner, dict) or "fn" not in inner or not isinstance(inner["fn"], str):
+        raise JSONValueError(f'{where}: `__extn` must be `{{"fn": ..., "arg": ...}}`')
+    if "args" in inner and isinstance(inner["args"], list):
+        args = [value_from_json(a, f"{where}.__extn.args[{i}]") for i, a in enumerate(inner["args"])]
+    elif "arg" in inner:
+        args = [value_from_json(inner["arg"], f"{where}.__extn.arg")]
+    else:
+        raise JSONValueError(f'{where}: `__extn` needs an `arg` or `args`')
+    try:
+        return from_extn_json(inner["fn"], args)
+    except EvaluationError as err:
+        raise JSONValueError(f"{where}: {err.message}") from None
+
+
+def _record_from_json(obj: Any, where: str) -> Record:
+    if not isinstance(obj, dict):
+        raise JSONValueError(f"{where}: expected a JSON object, got `{_preview(obj)}`")
+    return Record({k: value_from_json(v, f"{where}.{k}") for k, v in obj.items()})
+
+
+def _entity_from_json(item: Any, where: str, source: str | None) -> Entity:
+    try:
+        if not isinstance(item, dict):
+            raise JSONValueError(f"entity{where}: expected an entity object, got `{_preview(item)}`")
+        for key in ("uid", "attrs", "parents"):
+            if key not in item:
+                raise JSONValueError(f"entity{where}: missing field `{key}`")
+        uid = uid_from_json(item["uid"], f"entity{where}.uid", JSONValueError)
+        label = f"`{uid}`"
+        attrs = _record_from_json(item["attrs"], f"{label}.attrs")
+        parents_json = item["parents"]
+        if not isinstance(parents_json, list):
+            raise JSONValueError(f"{label}.parents: expected a JSON array")
+        parents = frozenset(
+            uid_from_json(p, f"{label}.parents[{i}]", JSONValueError)
+            for i, p in enumerate(parents_json)
+        )
+        tags = _record_from_json(item["tags"], f"{label}.tags") if item.get("tags") else EMPTY_RECORD
+    except EntitiesError as err:
+        err.source = source
+        raise
+    return Entity(uid, attrs, parents, tags)
+
+
+def _preview(obj: Any, limit: int = 60) -> str:
+    try:
+        text = json.dumps(obj, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

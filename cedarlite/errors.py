@@ -1,0 +1,132 @@
+"""The error hierarchy. Errors are data: a stable code, a one-line message, a span, optional help.
+
+Every exception cedarlite raises on bad input is a :class:`CedarliteError`; foreign exceptions
+(Lark's, ``json``'s, ``RecursionError``) are converted at the boundary where they occur.
+"""
+
+from __future__ import annotations
+
+from .source import Span, render_snippet
+
+
+class CedarliteError(Exception):
+    """Root of every error cedarlite raises on bad input.
+
+    ``message`` is one lowercase line with user input in backticks; ``span`` (when known) locates
+    it in ``text`` (the source it came from, named ``source``); ``help`` is an optional hint.
+    ``str(err)`` renders ``source:line:column: message`` followed by a caret snippet.
+    """
+
+    code: str = "E0000"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        span: Span | None = None,
+        text: str | None = None,
+        source: str | None = None,
+        help: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.text = text
+        self.source = source
+        self.help = help
+        if code is not None:
+            self.code = code
+
+    @property
+    def line(self) -> int | None:
+        """1-based line of the error, when known."""
+        return self.span.line if self.span else None
+
+    @property
+    def column(self) -> int | None:
+        """1-based column of the error, when known."""
+        return self.span.column if self.span else None
+
+    def location(self) -> str:
+        """``source:line:column`` (parts that are unknown are left out)."""
+        parts = [self.source or "<input>"]
+        if self.span is not None:
+            parts += [str(self.span.line), str(self.span.column)]
+        return ":".join(parts)
+
+    def render(self) -> str:
+        """The full diagnostic: location, message, caret snippet and help."""
+        out = f"{self.location()}: error[{self.code}]: {self.message}"
+        if self.span is not None and self.text is not None:
+            out += "\n" + render_snippet(self.text, self.span)
+        if self.help:
+            out += f"\n  = help: {self.help}"
+        return out
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def __reduce__(self):  # pragma: no cover - pickling support for multiprocessing users
+        return (
+            _rebuild,
+            (type(self), self.message, self.span, self.text, self.source, self.help, self.code),
+        )
+
+
+def _rebuild(cls, message, span, text, source, help, code):  # pragma: no cover
+    return cls(message, span=span, text=text, source=source, help=help, code=code)
+
+
+class ParseError(CedarliteError):
+    """Policy text that is not valid Cedar (syntax, or a parse-time rule of the language)."""
+
+    code = "E0100"
+
+
+class EntitiesError(CedarliteError):
+    """Entity JSON that is malformed or does not conform to the schema."""
+
+    code = "E0200"
+
+
+class RequestError(CedarliteError):
+    """A request whose principal, action, resource or context is malformed or invalid."""
+
+    code = "E0300"
+
+
+class SchemaError(CedarliteError):
+    """A schema (human-readable or JSON) that is malformed or inconsistent."""
+
+    code = "E0400"
+
+
+class ValidationError(CedarliteError):
+    """A policy that does not typecheck against a schema (see :func:`cedarlite.validate`)."""
+
+    code = "E0500"
+
+
+class PolicySetError(CedarliteError):
+    """Misuse of a policy set: duplicate ids, unknown templates, bad links."""
+
+    code = "E0600"
+
+
+class EvaluationError(CedarliteError):
+    """An expression that failed at evaluation time (missing attribute, type error, overflow...).
+
+    During authorization these never escape: the policy is skipped and the error is reported in
+    :attr:`cedarlite.Response.errors`. ``message`` follows the Rust engine's wording.
+    """
+
+    code = "E0700"
+
+    def __init__(self, message: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(message, **kwargs)
+
+    def render(self) -> str:
+        if self.span is None:
+            return self.message
+        return super().render()

@@ -1,0 +1,203 @@
+"""The reference interpreter: small and obviously right. The compiler is checked against it.
+
+Semantics follow Cedar's formal model: strict left-to-right evaluation, with ``&&``, ``||`` and
+``if`` short-circuiting; the operators themselves live in :mod:`cedarlite._ops`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import _ops as ops
+from .ast import (
+    And,
+    Binary,
+    BinOp,
+    Call,
+    Condition,
+    ConditionKind,
+    Expr,
+    GetAttr,
+    Has,
+    If,
+    Is,
+    Like,
+    Lit,
+    MethodCall,
+    Or,
+    Policy,
+    RecordLit,
+    Scope,
+    ScopeOp,
+    SetLit,
+    Slot,
+    Unary,
+    UnaryOp,
+    Var,
+    Variable,
+)
+from .errors import EvaluationError
+from .ext import FUNCTIONS, METHODS
+from .values import CedarSet, EntityUID, Record
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """An authorization request: who (principal) does what (action) to what (resource).
+
+    ``context`` is a :class:`~cedarlite.values.Record`.
+    """
+
+    principal: EntityUID
+    action: EntityUID
+    resource: EntityUID
+    context: Record
+
+
+_BINARY = {
+    BinOp.EQ: ops.eq,
+    BinOp.NEQ: ops.neq,
+    BinOp.LT: ops.less,
+    BinOp.LE: ops.less_eq,
+    BinOp.GT: ops.greater,
+    BinOp.GE: ops.greater_eq,
+    BinOp.ADD: ops.add,
+    BinOp.SUB: ops.sub,
+    BinOp.MUL: ops.mul,
+}
+
+
+class Evaluator:
+    """Evaluates expressions and policies for one request against one entity store."""
+
+    __slots__ = ("entities", "request", "_vars")
+
+    def __init__(self, request: Request, entities: ops.EntityStore) -> None:
+        self.request = request
+        self.entities = entities
+        self._vars = {
+            Var.PRINCIPAL: request.principal,
+            Var.ACTION: request.action,
+            Var.RESOURCE: request.resource,
+            Var.CONTEXT: request.context,
+        }
+
+    # -- policies -------------------------------------------------------------------------
+
+    def policy_satisfied(self, policy: Policy) -> bool:
+        """Whether the policy applies: its scope matches and every condition holds.
+
+        Raises :class:`EvaluationError` when a condition fails to evaluate to a Bool.
+        """
+        if not (
+            self.scope_matches(policy.principal)
+            and self.scope_matches(policy.action)
+            and self.scope_matches(policy.resource)
+        ):
+            return False
+        return all(self.condition_holds(c) for c in policy.conditions)
+
+    def scope_matches(self, scope: Scope) -> bool:
+        """Whether the request variable satisfies a (linked) scope constraint."""
+        value: EntityUID = self._vars[scope.var]
+        match scope.op:
+            case ScopeOp.ANY:
+                return True
+            case ScopeOp.EQ:
+                return value == scope.entity
+            case ScopeOp.IN:
+                return ops.in_(value, scope.entity, self.entities)
+            case ScopeOp.IS:
+                return value.type == scope.entity_type
+            case ScopeOp.IS_IN:
+                return value.type == scope.entity_type and ops.in_(
+                    value, scope.entity, self.entities
+                )
+            case ScopeOp.IN_SET:
+                return ops.in_(value, CedarSet(scope.entities), self.entities)
+        raise AssertionError(scope.op)  # pragma: no cover
+
+    def condition_holds(self, cond: Condition) -> bool:
+        """The Bool value of a ``when``/``unless`` clause."""
+        value = ops.expect_bool(self.evaluate(cond.body))
+        return value if cond.kind is ConditionKind.WHEN else not value
+
+    # -- expressions ----------------------------------------------------------------------
+
+    def evaluate(self, expr: Expr) -> Any:
+        """The value of an expression; raises :class:`EvaluationError`."""
+        try:
+            return self._eval(expr)
+        except RecursionError:
+            raise EvaluationError("expression is nested too deeply to evaluate") from None
+
+    def _eval(self, e: Expr) -> Any:  # noqa: C901 - one case per node type reads best
+        ev = self._eval
+        match e:
+            case Lit(value=value):
+                return value
+            case Variable(var=var):
+                return self._vars[var]
+            case And(left=left, right=right):
+                return ops.expect_bool(ev(left)) and ops.expect_bool(ev(right))
+            case Or(left=left, right=right):
+                return ops.expect_bool(ev(left)) or ops.expect_bool(ev(right))
+            case If(cond=cond, then_=then_, else_=else_):
+                return ev(then_) if ops.expect_bool(ev(cond)) else ev(else_)
+            case Unary(op=UnaryOp.NOT, arg=arg):
+                return ops.not_(ev(arg))
+            case Unary(op=UnaryOp.NEG, arg=arg):
+                return ops.neg(ev(arg))
+            case Binary(op=BinOp.IN, left=left, right=right):
+                lhs = ev(left)
+                return ops.in_(lhs, ev(right), self.entities)
+            case Binary(op=op, left=left, right=right):
+                lhs = ev(left)
+                return _BINARY[op](lhs, ev(right))
+            case GetAttr(expr=inner, attr=attr):
+                return ops.get_attr(ev(inner), attr, self.entities)
+            case Has(expr=inner, path=path):
+                return self._has(ev(inner), path)
+            case Like(expr=inner, pattern=pattern):
+                return ops.like(ev(inner), pattern)
+            case Is(expr=inner, entity_type=entity_type, in_expr=None):
+                return ops.is_(ev(inner), entity_type)
+            case Is(expr=inner, entity_type=entity_type, in_expr=in_expr):
+                value = ev(inner)
+                return ops.is_(value, entity_type) and ops.in_(value, ev(in_expr), self.entities)
+            case MethodCall(receiver=receiver, name=name, args=args):
+                values = [ev(receiver), *(ev(a) for a in args)]
+                return self._method(name, values)
+            case Call(name=name, args=args):
+                return FUNCTIONS[name].call([ev(a) for a in args])
+            case SetLit(elements=elements):
+                return CedarSet([ev(x) for x in elements])
+            case RecordLit(entries=entries):
+                return Record({k: ev(v) for k, v in entries})
+            case Slot(slot=slot):
+                raise EvaluationError(f"template slot `{slot.value}` is not linked")
+        raise AssertionError(f"unknown expression node {e!r}")  # pragma: no cover
+
+    def _has(self, value: Any, path: tuple[str, ...]) -> bool:
+        """``value has a.b.c`` = ``value has a && value.a has b && value.a.b has c``."""
+        for i, attr in enumerate(path):
+            if not ops.has_attr(value, attr, self.entities):
+                return False
+            if i + 1 < len(path):
+                value = ops.get_attr(value, attr, self.entities)
+        return True
+
+    def _method(self, name: str, values: list[Any]) -> Any:
+        pure = ops.PURE_METHODS.get(name)
+        if pure is not None:
+            return pure(*values)
+        tag = ops.ENTITY_METHODS.get(name)
+        if tag is not None:
+            return tag(values[0], values[1], self.entities)
+        return METHODS[name].call(values)
+
+
+def evaluate(expr: Expr, request: Request, entities: ops.EntityStore) -> Any:
+    """Evaluate one expression for a request (see :class:`Evaluator`)."""
+    return Evaluator(request, entities).evaluate(expr)

@@ -1,0 +1,740 @@
+"""Cedar policy text -> AST. The only module that imports Lark or knows the grammar's rule names.
+
+The grammar (``grammar/cedar.lark``) is LALR(1); the AST is built during the parse by an
+embedded transformer (no intermediate tree), which also enforces Cedar's parse-time rules:
+reserved identifiers, method/function names and built-in arities, integer literal range with
+minus folding, one relational operator without parentheses, duplicate record keys and
+annotations, string escapes, slots only in scopes, action-typed action scopes.
+
+Every failure is a :class:`~cedarlite.errors.ParseError` with a span; Lark's exceptions never
+escape.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+from . import ast
+from .ast import (
+    RESERVED,
+    WILDCARD,
+    is_valid_type_name,
+    BinOp,
+    Condition,
+    ConditionKind,
+    Effect,
+    Expr,
+    Policy,
+    Scope,
+    ScopeOp,
+    SlotId,
+    UnaryOp,
+    Var,
+)
+from .errors import ParseError
+from .ext import FUNCTIONS as EXT_FUNCTIONS
+from .ext import METHODS as EXT_METHODS
+from .source import Span
+from .values import I64_MAX, EntityUID
+
+BUILTIN_METHODS: dict[str, int] = {
+    "contains": 1,
+    "containsAll": 1,
+    "containsAny": 1,
+    "isEmpty": 0,
+    "getTag": 1,
+    "hasTag": 1,
+}
+"""Cedar's built-in methods and their arity (checked at parse time, unlike extension calls)."""
+
+DIALECT_METHODS: dict[str, int] = {"startsWith": 1, "endsWith": 1}
+"""cedarlite's string methods for agent policies; rejected by ``strict=True``."""
+
+MAX_NESTING = 200
+"""Deepest expression nesting accepted (Cedar's engine itself crashes on deep nesting)."""
+
+_VARS = {v.value: v for v in Var}
+_RELOPS = {op.value: op for op in (BinOp.EQ, BinOp.NEQ, BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE)}
+_ARITH = {"+": BinOp.ADD, "-": BinOp.SUB, "*": BinOp.MUL}
+
+
+@dataclass(slots=True)
+class _Path:
+    """A parsed ``A::B::C`` before it becomes a type name, a variable or a function name."""
+
+    segments: tuple[str, ...]
+    span: Span
+
+    @property
+    def name(self) -> str:
+        return "::".join(self.segments)
+
+
+@dataclass(slots=True)
+class _ActionList:
+    """The bracketed list of ``action in [...]``."""
+
+    items: list[ast.Lit]
+    span: Span | None
+
+
+@dataclass(slots=True)
+class _SlotRef:
+    """A ``?slot`` written in a scope."""
+
+    name: str
+    span: Span
+
+
+class _State(threading.local):
+    """Per-parse state of the embedded transformer (the Lark object is shared by all threads)."""
+
+    text: str = ""
+    source: str | None = None
+    strict: bool = False
+    # ids of relation nodes not wrapped in parentheses (to reject `a < b < c`)
+    bare_relations: set[int]
+    # ids of integer literals equal to 2**63, legal only directly under a minus
+    pending_big: dict[int, Span]
+    # ids of parenthesized literals: `-(5)` is a negation, `-5` a negative literal
+    parenthesized: set[int]
+
+    # policies built so far (their positional ids)
+    count: int
+
+    def reset(self, text: str, source: str | None, strict: bool) -> None:
+        self.count = 0
+        self.text = text
+        self.source = source
+        self.strict = strict
+        self.bare_relations = set()
+        self.pending_big = {}
+        self.parenthesized = set()
+
+
+_state = _State()
+
+
+def _fail(message: str, span: Span | None, help: str | None = None) -> NoReturn:
+    raise ParseError(message, span=span, text=_state.text, source=_state.source, help=help)
+
+
+def _tok_span(tok: Token) -> Span:
+    return Span(tok.start_pos, tok.end_pos, tok.line, tok.column)  # type: ignore[arg-type]
+
+
+def _span(first: Any, last: Any) -> Span | None:
+    """The span from the start of ``first`` to the end of ``last`` (tokens or nodes)."""
+    a = _tok_span(first) if isinstance(first, Token) else first.span
+    b = _tok_span(last) if isinstance(last, Token) else last.span
+    if a is None or b is None:
+        return a or b
+    return Span(a.start, b.end, a.line, a.column)
+
+
+# ---------------------------------------------------------------------------------------------
+# String literals
+
+
+_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "0": "\0", "'": "'", '"': '"'}
+
+
+def _unescape(tok: Token, pattern: bool = False) -> list[str | ast._Wildcard]:
+    """Decode a string token (Rust escape rules). With ``pattern``, ``*`` is a wildcard."""
+    raw = tok.value[1:-1]
+    offset: int = tok.start_pos + 1  # type: ignore[operator]
+    out: list[str | ast._Wildcard] = []
+    buf: list[str] = []
+    i, n = 0, len(raw)
+    while i < n:
+        ch = raw[i]
+        if ch == "*" and pattern:
+            if buf:
+                out.append("".join(buf))
+                buf = []
+            out.append(WILDCARD)
+            i += 1
+            continue
+        if ch != "\\":
+            buf.append(ch)
+            i += 1
+            continue
+        esc, end = _escape_at(raw, i, pattern)
+        if esc is None:
+            start = offset + i
+            _fail(
+                f"the input `{raw[i:end]}` is not a valid escape",
+                Span.at(_state.text, start, start + (end - i)),
+            )
+        buf.append(esc)
+        i = end
+    if buf:
+        out.append("".join(buf))
+    return out
+
+
+def _escape_at(raw: str, i: int, pattern: bool) -> tuple[str | None, int]:
+    """Decode the escape starting at ``raw[i] == '\\'``: (text or None if invalid, end index)."""
+    if i + 1 >= len(raw):
+        return None, i + 1
+    c = raw[i + 1]
+    if c in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[c], i + 2
+    if c == "*" and pattern:
+        return "*", i + 2
+    if c == "x":
+        digits = raw[i + 2 : i + 4]
+        if len(digits) == 2 and all(d in "0123456789abcdefABCDEF" for d in digits):
+            value = int(digits, 16)
+            return (chr(value) if value <= 0x7F else None), i + 4
+        return None, min(len(raw), i + 2 + len(digits))
+    if c == "u" and raw[i + 2 : i + 3] == "{":
+        close = raw.find("}", i + 3)
+        if close == -1:
+            return None, len(raw)
+        digits = raw[i + 3 : close]
+        if 1 <= len(digits) <= 6 and all(d in "0123456789abcdefABCDEF" for d in digits):
+            value = int(digits, 16)
+            if value <= 0x10FFFF and not 0xD800 <= value <= 0xDFFF:
+                return chr(value), close + 1
+        return None, close + 1
+    return None, i + 2
+
+
+def _string(tok: Token) -> str:
+    """The value of a plain string literal (``\\*`` is not a valid escape here)."""
+    parts = _unescape(tok)
+    return parts[0] if parts else ""  # type: ignore[return-value]
+
+
+def _pattern(tok: Token) -> tuple[str | ast._Wildcard, ...]:
+    return tuple(_unescape(tok, pattern=True))
+
+
+def _ident(tok: Token) -> str:
+    """An identifier used as an attribute name, record key or path segment."""
+    name = tok.value
+    if name in RESERVED:
+        _fail(f"this identifier is reserved and cannot be used: `{name}`", _tok_span(tok))
+    return name
+
+
+def _check_type_name(path: _Path) -> str:
+    if any("__cedar" in seg for seg in path.segments):
+        _fail(f"the name `{path.name}` contains `__cedar`, which is reserved", path.span)
+    return path.name
+
+
+def _is_action_type(type_name: str) -> bool:
+    return type_name == "Action" or type_name.endswith("::Action")
+
+
+# ---------------------------------------------------------------------------------------------
+# The embedded transformer: one method per grammar rule (or alias).
+
+
+class _Builder(Transformer):  # type: ignore[type-arg]
+    """Builds AST nodes while the LALR parser reduces rules."""
+
+    # -- policy structure --------------------------------------------------------------------
+
+    def start(self, children: list[Any]) -> list[Policy]:
+        return children
+
+    def policy(self, c: list[Any]) -> Policy:
+        annotations: dict[str, str] = {}
+        i = 0
+        while isinstance(c[i], tuple):
+            key, value, span = c[i]
+            if key in annotations:
+                _fail(f"duplicate annotation: `@{key}`", span)
+            annotations[key] = value
+            i += 1
+        effect_tok: Token = c[i]
+        principal, action, resource = c[i + 1]
+        conditions = tuple(c[i + 2 : -1])
+        first = c[0][2] if i else _tok_span(effect_tok)
+        last = _tok_span(c[-1])
+        policy_id = f"policy{_state.count}"
+        _state.count += 1
+        return Policy(
+            policy_id,
+            Effect(effect_tok.value),
+            principal,
+            action,
+            resource,
+            conditions,
+            annotations,
+            span=Span(first.start, last.end, first.line, first.column),
+        )
+
+    def annotation(self, c: list[Any]) -> tuple[str, str, Span | None]:
+        key: Token = c[1]
+        value = _string(c[3]) if len(c) > 2 else ""
+        return key.value, value, _span(c[0], c[-1])
+
+    def effect(self, c: list[Token]) -> Token:
+        return c[0]
+
+    def scope(self, c: list[Scope]) -> tuple[Scope, Scope, Scope]:
+        return c[0], c[1], c[2]
+
+    def principal_scope(self, c: list[Any]) -> Scope:
+        return self._entity_scope(Var.PRINCIPAL, SlotId.PRINCIPAL, c)
+
+    def resource_scope(self, c: list[Any]) -> Scope:
+        return self._entity_scope(Var.RESOURCE, SlotId.RESOURCE, c)
+
+    def _entity_scope(self, var: Var, slot: SlotId, c: list[Any]) -> Scope:
+        span = _span(c[0], c[-1] if len(c) > 1 else c[0])
+        if len(c) == 1:
+            return Scope(var, span=span)
+        op: Token = c[1]
+        if op.type == "IS":
+            type_name = _check_type_name(c[2])
+            if len(c) == 3:
+                return Scope(var, ScopeOp.IS, entity_type=type_name, span=span)
+            target = self._scope_target(var, slot, c[4])
+            return Scope(var, ScopeOp.IS_IN, entity=target, entity_type=type_name, span=span)
+        if op.type == "RELOP" and op.value != "==":
+            _fail(
+                f"`{op.value}` is not allowed in the {var.value} scope; "
+                "expected `==`, `in` or `is`",
+                _tok_span(op),
+            )
+        target = self._scope_target(var, slot, c[2])
+        return Scope(var, ScopeOp.EQ if op.type == "RELOP" else ScopeOp.IN, entity=target, span=span)
+
+    def _scope_target(self, var: Var, slot: SlotId, target: Any) -> EntityUID | SlotId:
+        if isinstance(target, _SlotRef):
+            if target.name != slot.value:
+                _fail(
+                    f"expected an entity uid or matching template slot, found `{target.name}` "
+                    f"instead of `{slot.value}`",
+                    target.span,
+                )
+            return slot
+        return target.value  # an entity_ref Lit
+
+    def action_scope(self, c: list[Any]) -> Scope:
+        span = _span(c[0], c[-1] if len(c) > 1 else c[0])
+        if len(c) == 1:
+            return Scope(Var.ACTION, span=span)
+        op: Token = c[1]
+        if op.type == "RELOP" and op.value != "==":
+            _fail(
+                f"`{op.value}` is not allowed in the action scope; expected `==` or `in`",
+                _tok_span(op),
+            )
+        target = c[2]
+        if isinstance(target, _ActionList):
+            for lit in target.items:
+                self._check_action_uid(lit)
+            uids = tuple(lit.value for lit in target.items)
+            return Scope(Var.ACTION, ScopeOp.IN_SET, entities=uids, span=span)
+        self._check_action_uid(target)
+        return Scope(
+            Var.ACTION, ScopeOp.EQ if op.type == "RELOP" else ScopeOp.IN, entity=target.value,
+            span=span,
+        )
+
+    @staticmethod
+    def _check_action_uid(lit: ast.Lit) -> None:
+        uid: EntityUID = lit.value  # type: ignore[assignment]
+        if not _is_action_type(uid.type):
+            _fail(f"expected an entity uid with type `Action` but got `{uid}`", lit.span)
+
+    def action_list(self, c: list[Any]) -> _ActionList:
+        return _ActionList(c[1:-1], _span(c[0], c[-1]))
+
+    def scope_slot(self, c: list[Token]) -> _SlotRef:
+        return _SlotRef(c[0].value, _tok_span(c[0]))
+
+    def condition(self, c: list[Any]) -> Condition:
+        kind_tok: Token = c[0]
+        span = _span(kind_tok, c[-1])
+        if len(c) == 2:
+            _fail(f"`{kind_tok.value}` condition clause cannot be empty", span)
+        body: Expr = c[1]
+        self._check_literals()
+        _check_depth(body)
+        return Condition(ConditionKind(kind_tok.value), body, span=span)
+
+    def _check_literals(self) -> None:
+        if _state.pending_big:
+            span = next(iter(_state.pending_big.values()))
+            _state.pending_big.clear()
+            _fail(f"integer literal `{I64_MAX + 1}` is too large", span)
+
+    # -- expressions ---------------------------------------------------------------------------
+
+    def if_(self, c: list[Any]) -> Expr:
+        return ast.If(c[1], c[2], c[3], span=_span(c[0], c[3]))
+
+    def or_(self, c: list[Any]) -> Expr:
+        return ast.Or(c[0], c[1], span=_span(c[0], c[1]))
+
+    def and_(self, c: list[Any]) -> Expr:
+        return ast.And(c[0], c[1], span=_span(c[0], c[1]))
+
+    def _relation(self, node: Expr, left: Any) -> Expr:
+        if id(left) in _state.bare_relations:
+            _fail(
+                "multiple relational operators (>, ==, in, etc.) must be used with parentheses "
+                "to make ordering explicit",
+                node.span,
+            )
+        _state.bare_relations.add(id(node))
+        return node
+
+    def binary(self, c: list[Any]) -> Expr:
+        left, op, right = c
+        if op.type in ("PLUS", "MINUS", "STAR"):
+            return ast.Binary(_ARITH[op.value], left, right, span=_span(left, right))
+        binop = BinOp.IN if op.type == "IN" else _RELOPS[op.value]
+        return self._relation(ast.Binary(binop, left, right, span=_span(left, right)), left)
+
+    def has(self, c: list[Any]) -> Expr:
+        path, last = c[1]
+        return self._relation(ast.Has(c[0], path, span=_span(c[0], last)), c[0])
+
+    def has_path(self, c: list[Token]) -> tuple[tuple[str, ...], Token]:
+        if c[0].type == "STRING":
+            return (_string(c[0]),), c[0]
+        return tuple(_ident(t) for t in c), c[-1]
+
+    def like(self, c: list[Any]) -> Expr:
+        return self._relation(ast.Like(c[0], _pattern(c[1]), span=_span(c[0], c[1])), c[0])
+
+    def is_(self, c: list[Any]) -> Expr:
+        type_name = _check_type_name(c[2])
+        return self._relation(ast.Is(c[0], type_name, span=_span(c[0], c[2])), c[0])
+
+    def is_in(self, c: list[Any]) -> Expr:
+        type_name = _check_type_name(c[2])
+        return self._relation(ast.Is(c[0], type_name, c[4], span=_span(c[0], c[4])), c[0])
+
+    def not_(self, c: list[Any]) -> Expr:
+        return self._unary(UnaryOp.NOT, c)
+
+    def neg(self, c: list[Any]) -> Expr:
+        return self._unary(UnaryOp.NEG, c)
+
+    def _unary(self, op: UnaryOp, c: list[Any]) -> Expr:
+        *ops, arg = c
+        if len(ops) > 4:
+            _fail(f"too many occurrences of `{op.value}`", _span(ops[0], ops[-1]))
+        count = len(ops)
+        if (
+            op is UnaryOp.NEG
+            and isinstance(arg, ast.Lit)
+            and arg.value.__class__ is int
+            and arg.value >= 0
+            and id(arg) not in _state.parenthesized
+        ):
+            # `-N` is a negative literal (this is how i64::MIN is written); `- - N` = -(-N).
+            _state.pending_big.pop(id(arg), None)
+            arg = ast.Lit(-arg.value, span=_span(ops[-1], arg))
+            count -= 1
+        for tok in reversed(ops[:count]):
+            arg = ast.Unary(op, arg, span=_span(tok, arg))
+        return arg
+
+    def get_attr(self, c: list[Any]) -> Expr:
+        return ast.GetAttr(c[0], _ident(c[1]), span=_span(c[0], c[1]))
+
+    def index(self, c: list[Any]) -> Expr:
+        return ast.GetAttr(c[0], _string(c[1]), span=_span(c[0], c[2]))
+
+    def method_call(self, c: list[Any]) -> Expr:
+        receiver, name_tok, args, rpar = c
+        name = name_tok.value
+        span = _span(receiver, rpar)
+        arity = BUILTIN_METHODS.get(name)
+        if arity is None and not _state.strict:
+            arity = DIALECT_METHODS.get(name)
+        if arity is not None:
+            if len(args) != arity:
+                _fail(
+                    f"call to `{name}` requires exactly {arity} argument{'s' * (arity != 1)}, "
+                    f"but got {len(args)} argument{'s' * (len(args) != 1)}",
+                    span,
+                )
+        elif name in EXT_FUNCTIONS:
+            _fail(f"`{name}` is a function, not a method", _tok_span(name_tok))
+        elif name not in EXT_METHODS:
+            help = None
+            if name in DIALECT_METHODS:
+                help = f"`{name}` is a cedarlite extension, rejected in strict mode"
+            _fail(f"`{name}` is not a valid method", _tok_span(name_tok), help=help)
+        return ast.MethodCall(receiver, name, tuple(args), span=span)
+
+    def call(self, c: list[Any]) -> Expr:
+        path, args, rpar = c
+        name = path.name
+        if name not in EXT_FUNCTIONS:
+            if name in EXT_METHODS or name in BUILTIN_METHODS or name in DIALECT_METHODS:
+                _fail(f"`{name}` is a method, not a function", path.span)
+            _fail(f"`{name}` is not a valid function", path.span)
+        return ast.Call(name, tuple(args), span=_span(path, rpar))
+
+    def args(self, c: list[Expr]) -> list[Expr]:
+        return c
+
+    def paren(self, c: list[Any]) -> Expr:
+        inner = c[1]
+        _state.bare_relations.discard(id(inner))
+        if isinstance(inner, ast.Lit):
+            _state.parenthesized.add(id(inner))
+        span = _state.pending_big.pop(id(inner), None)
+        if span is not None:
+            _fail(f"integer literal `{I64_MAX + 1}` is too large", span)
+        return inner
+
+    def set_lit(self, c: list[Any]) -> Expr:
+        return ast.SetLit(tuple(c[1]), span=_span(c[0], c[2]))
+
+    def record_lit(self, c: list[Any]) -> Expr:
+        entries: list[tuple[str, Expr]] = []
+        seen: set[str] = set()
+        for key, key_span, value in c[1:-1]:
+            if key in seen:
+                _fail(f"duplicate key `{key}` in record literal", key_span)
+            seen.add(key)
+            entries.append((key, value))
+        return ast.RecordLit(tuple(entries), span=_span(c[0], c[-1]))
+
+    def rec_entry(self, c: list[Any]) -> tuple[str, Span, Expr]:
+        tok: Token = c[0]
+        key = _string(tok) if tok.type == "STRING" else _ident(tok)
+        return key, _tok_span(tok), c[1]
+
+    def literal(self, c: list[Token]) -> Expr:
+        tok = c[0]
+        span = _tok_span(tok)
+        if tok.type == "TRUE":
+            return ast.Lit(True, span=span)
+        if tok.type == "FALSE":
+            return ast.Lit(False, span=span)
+        if tok.type == "STRING":
+            return ast.Lit(_string(tok), span=span)
+        value = int(tok.value)
+        if value > I64_MAX + 1:
+            _fail(f"integer literal `{tok.value}` is too large", span)
+        node = ast.Lit(value, span=span)
+        if value == I64_MAX + 1:
+            _state.pending_big[id(node)] = span
+        return node
+
+    def name(self, c: list[_Path]) -> Expr:
+        path = c[0]
+        if len(path.segments) == 1 and path.segments[0] in _VARS:
+            return ast.Variable(_VARS[path.segments[0]], span=path.span)
+        _fail(f"invalid variable: `{path.name}`", path.span,
+              help="the variables are `principal`, `action`, `resource` and `context`")
+
+    def entity_ref(self, c: list[Any]) -> ast.Lit:
+        path, tok = c
+        uid = EntityUID(_check_type_name(path), _string(tok))
+        return ast.Lit(uid, span=_span(path, tok))
+
+    def path(self, c: list[Any]) -> _Path:
+        if len(c) == 1:
+            return _Path((_ident(c[0]),), _tok_span(c[0]))
+        prev: _Path = c[0]
+        return _Path((*prev.segments, _ident(c[1])), _span(prev, c[1]))  # type: ignore[arg-type]
+
+    def slot(self, c: list[Token]) -> NoReturn:
+        _fail(
+            f"found template slot `{c[0].value}` in a condition; slots are only allowed in the "
+            "principal and resource scope",
+            _tok_span(c[0]),
+        )
+
+
+def _check_depth(expr: Expr) -> None:
+    """Reject expressions nested deeper than :data:`MAX_NESTING` (iteratively: no recursion)."""
+    stack: list[tuple[Any, int]] = [(expr, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            _fail(f"expression is nested too deeply (more than {MAX_NESTING} levels)", node.span)
+        for child in _children(node):
+            stack.append((child, depth + 1))
+
+
+def _children(node: Any) -> Iterator[Expr]:
+    """The direct sub-expressions of an expression node."""
+    for name in node.__dataclass_fields__:
+        value = getattr(node, name)
+        if isinstance(value, Expr):
+            yield value
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Expr):
+                    yield item
+                elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Expr):
+                    yield item[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+_UID_RE = re.compile(
+    r'([_a-zA-Z][_a-zA-Z0-9]*(?:::[_a-zA-Z][_a-zA-Z0-9]*)*)::("(?:[^"\\]|\\.)*")', re.S
+)
+
+
+def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
+    """Parse ``Type::"id"`` (Cedar syntax, escapes decoded; surrounding whitespace allowed)."""
+    if not isinstance(text, str):
+        raise ParseError(f"entity uid must be a string, not {type(text).__name__}", source=source)
+    stripped = text.strip()
+    m = _UID_RE.fullmatch(stripped)
+    if m is None:
+        raise ParseError(
+            f"`{text}` is not an entity uid; expected `Type::\"id\"`",
+            span=Span.at(text, 0, len(text)),
+            text=text,
+            source=source,
+        )
+    offset = text.index(stripped)
+    type_name = m.group(1)
+    if not is_valid_type_name(type_name):
+        raise ParseError(
+            f"`{type_name}` is not a valid entity type name (reserved identifier or `__cedar`)",
+            span=Span.at(text, offset, offset + len(type_name)),
+            text=text,
+            source=source,
+        )
+    _state.reset(text, source, False)
+    try:
+        start = offset + m.start(2)
+        id_tok = Token("STRING", m.group(2), start_pos=start, line=1, column=start + 1)
+        return EntityUID(type_name, _string(id_tok))
+    finally:
+        _state.reset("", None, False)
+
+
+def _grammar_text(name: str) -> str:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "grammar" / name, here.parent / "grammar" / name):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8")
+    raise FileNotFoundError(f"cedarlite grammar `{name}` not found next to {here}")
+
+
+_lock = threading.Lock()
+_parser: Lark | None = None
+
+
+def _lark() -> Lark:
+    global _parser
+    if _parser is None:
+        with _lock:
+            if _parser is None:
+                _parser = Lark(
+                    _grammar_text("cedar.lark"),
+                    parser="lalr",
+                    lexer="contextual",
+                    transformer=_Builder(),
+                    maybe_placeholders=False,
+                )
+    return _parser
+
+
+_TOKEN_NAMES = {
+    "IDENT": "identifier",
+    "STRING": "string literal",
+    "INT": "integer literal",
+    "SLOT": "template slot",
+    "RELOP": "comparison operator",
+    "$END": "end of input",
+}
+
+
+def _describe_expected(expected: set[str]) -> str:
+    lark = _lark()
+    names = []
+    for term in sorted(expected):
+        if term in _TOKEN_NAMES:
+            names.append(_TOKEN_NAMES[term])
+            continue
+        try:
+            pattern = lark.get_terminal(term).pattern
+        except KeyError:
+            names.append(term.lower())
+            continue
+        names.append(f"`{pattern.value}`" if pattern.type == "str" else term.lower())
+    return ", ".join(dict.fromkeys(names))
+
+
+_OPERATOR_ERRORS = {
+    "/": "division is not supported",
+    "%": "remainder/modulo is not supported",
+    "=": "`=` is not a valid operator in Cedar; use `==` to compare",
+}
+
+
+def _syntax_error(text: str, source: str | None, err: LarkError) -> ParseError:
+    def error(message: str, start: int, end: int | None = None) -> ParseError:
+        return ParseError(message, span=Span.at(text, start, end), text=text, source=source)
+
+    if isinstance(err, UnexpectedCharacters):
+        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
+        if ch in _OPERATOR_ERRORS:
+            return error(_OPERATOR_ERRORS[ch], err.pos_in_stream, err.pos_in_stream + 1)
+        if ch == '"':
+            return error("unterminated string literal", err.pos_in_stream, len(text))
+        expected = _describe_expected(set(err.allowed or ()))
+        return error(
+            f"unexpected character `{ch}`" + (f"; expected {expected}" if expected else ""),
+            err.pos_in_stream,
+            err.pos_in_stream + 1,
+        )
+    if isinstance(err, UnexpectedEOF):
+        return error(
+            f"unexpected end of input; expected {_describe_expected(set(err.expected))}",
+            len(text),
+        )
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        expected = _describe_expected(set(err.expected))
+        if tok.type == "$END":
+            return error(f"unexpected end of input; expected {expected}", len(text))
+        start = tok.start_pos or 0
+        return error(f"unexpected token `{tok.value}`; expected {expected}", start, tok.end_pos)
+    return error(f"invalid policy text: {err}", 0)
+
+
+def parse_policies(text: str, source: str | None = None, *, strict: bool = False) -> list[Policy]:
+    """Parse a policy set text into policies numbered ``policy0``, ``policy1``, ... by position.
+
+    ``strict`` rejects cedarlite's dialect extras (``startsWith``/``endsWith``).
+    Raises :class:`ParseError` for anything that is not valid Cedar.
+    """
+    if not isinstance(text, str):
+        raise ParseError(f"policy text must be a string, not {type(text).__name__}", source=source)
+    _state.reset(text, source, strict)
+    try:
+        policies: list[Policy] = _lark().parse(text)
+    except ParseError:
+        raise
+    except LarkError as err:
+        inner = getattr(err, "orig_exc", None)
+        if isinstance(inner, ParseError):
+            raise inner from None
+        raise _syntax_error(text, source, err) from None
+    except RecursionError:
+        raise ParseError("policy text is nested too deeply", source=source) from None
+    finally:
+        _state.reset("", None, False)
+    return policies

@@ -1,0 +1,190 @@
+"""PolicySet: an immutable, ordered collection of policies, templates and template links."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from .ast import Policy, Scope, ScopeOp, SlotId
+from .errors import CedarliteError, PolicySetError
+from .parser import parse_entity_uid, parse_policies
+from .values import EntityUID
+
+
+class PolicySet:
+    """An immutable set of policies in source order.
+
+    Iterating yields every policy and template (templates are never evaluated themselves; their
+    links are). Ids are unique. Derived forms (the compiled decision index) are cached on the
+    instance, which is safe because it never changes: :meth:`link` and :meth:`merge` return new
+    sets.
+    """
+
+    __slots__ = ("__weakref__", "_by_id", "_cache", "_policies", "source")
+
+    def __init__(self, policies: Iterable[Policy] = (), *, source: str | None = None) -> None:
+        self._policies: tuple[Policy, ...] = tuple(policies)
+        by_id: dict[str, Policy] = {}
+        for p in self._policies:
+            if p.id in by_id:
+                raise PolicySetError(f"duplicate policy id `{p.id}`", span=p.span, source=source)
+            by_id[p.id] = p
+        self._by_id: Mapping[str, Policy] = MappingProxyType(by_id)
+        self.source = source
+        self._cache: dict[str, Any] = {}
+
+    # -- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def from_str(cls, text: str, source: str | None = None, *, strict: bool = False) -> PolicySet:
+        """Parse Cedar policy text. Ids are ``policy0``, ``policy1``, ... by position.
+
+        ``strict=True`` rejects cedarlite's dialect extras (``startsWith``/``endsWith``).
+        Raises :class:`~cedarlite.ParseError`.
+        """
+        return cls(parse_policies(text, source, strict=strict), source=source)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], *, strict: bool = False) -> PolicySet:
+        """Parse a ``.cedar`` file (errors name the file)."""
+        name = os.fspath(path)
+        try:
+            with open(name, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as err:
+            raise PolicySetError(f"cannot read policy file: {err}", source=name) from None
+        return cls.from_str(text, name, strict=strict)
+
+    # -- access --------------------------------------------------------------------------------
+
+    @property
+    def policies(self) -> tuple[Policy, ...]:
+        """Every policy, template and linked policy, in order."""
+        return self._policies
+
+    @property
+    def templates(self) -> tuple[Policy, ...]:
+        """The templates (policies with slots)."""
+        return tuple(p for p in self._policies if p.is_template)
+
+    @property
+    def active(self) -> tuple[Policy, ...]:
+        """The policies that take part in decisions: static and linked, not templates."""
+        cached = self._cache.get("active")
+        if cached is None:
+            cached = self._cache["active"] = tuple(
+                p for p in self._policies if not p.is_template
+            )
+        return cached  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[Policy]:
+        return iter(self._policies)
+
+    def __len__(self) -> int:
+        return len(self._policies)
+
+    def __getitem__(self, policy_id: str) -> Policy:
+        try:
+            return self._by_id[policy_id]
+        except KeyError:
+            raise KeyError(policy_id) from None
+
+    def __contains__(self, policy_id: object) -> bool:
+        return policy_id in self._by_id
+
+    def get(self, policy_id: str) -> Policy | None:
+        """The policy with this id, or ``None``."""
+        return self._by_id.get(policy_id)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PolicySet):
+            return NotImplemented
+        return self._policies == other._policies
+
+    def __hash__(self) -> int:
+        return hash(self._policies)
+
+    def __repr__(self) -> str:
+        return f"<PolicySet: {len(self._policies)} policies>"
+
+    # -- derived sets ----------------------------------------------------------------------
+
+    def link(
+        self,
+        template_id: str,
+        new_id: str,
+        values: Mapping[str, EntityUID | Mapping[str, str] | str],
+    ) -> PolicySet:
+        """A new set with template ``template_id`` linked as policy ``new_id``.
+
+        ``values`` maps ``"?principal"``/``"?resource"`` to entity uids (``EntityUID``,
+        ``{"type", "id"}`` or ``'Type::"id"'``); exactly the template's slots must be given.
+        """
+        template = self._by_id.get(template_id)
+        if template is None:
+            raise PolicySetError(f"no template with id `{template_id}`")
+        if not template.is_template:
+            raise PolicySetError(f"policy `{template_id}` is not a template (it has no slots)")
+        if new_id in self._by_id:
+            raise PolicySetError(f"duplicate policy id `{new_id}`")
+        wanted = {s.value for s in template.slots}
+        given = set(values)
+        if given != wanted:
+            missing = ", ".join(f"`{s}`" for s in sorted(wanted - given))
+            extra = ", ".join(f"`{s}`" for s in sorted(given - wanted))
+            detail = "; ".join(
+                part
+                for part in (missing and f"missing {missing}", extra and f"unexpected {extra}")
+                if part
+            )
+            raise PolicySetError(f"cannot link template `{template_id}`: {detail}")
+        links = {slot: _as_uid(value, slot) for slot, value in values.items()}
+        linked = replace(
+            template,
+            id=new_id,
+            principal=_fill(template.principal, links),
+            resource=_fill(template.resource, links),
+            template_id=template_id,
+            links=links,
+        )
+        return PolicySet((*self._policies, linked), source=self.source)
+
+    def merge(self, *others: PolicySet) -> PolicySet:
+        """A new set with the policies of ``others`` appended (ids must stay unique)."""
+        policies = list(self._policies)
+        for other in others:
+            policies.extend(other)
+        return PolicySet(policies, source=self.source)
+
+    def to_cedar(self) -> str:
+        """Canonical Cedar text of the whole set (templates included, links not)."""
+        from .printer import print_policies
+
+        return print_policies(p for p in self._policies if p.template_id is None)
+
+
+def _as_uid(value: Any, slot: str) -> EntityUID:
+    if isinstance(value, EntityUID):
+        return value
+    try:
+        if isinstance(value, str):
+            return parse_entity_uid(value)
+        if isinstance(value, Mapping) and isinstance(value.get("type"), str) and isinstance(
+            value.get("id"), str
+        ):
+            return EntityUID(value["type"], value["id"])
+    except CedarliteError as err:
+        raise PolicySetError(f"cannot link `{slot}`: {err.message}") from None
+    raise PolicySetError(f"cannot link `{slot}`: expected an entity uid, got `{value!r}`")
+
+
+def _fill(scope: Scope, links: Mapping[str, EntityUID]) -> Scope:
+    slot = scope.slot
+    if slot is None:
+        return scope
+    uid = links[slot.value]
+    assert isinstance(slot, SlotId) and scope.op in (ScopeOp.EQ, ScopeOp.IN, ScopeOp.IS_IN)
+    return replace(scope, entity=uid)

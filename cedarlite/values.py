@@ -1,0 +1,294 @@
+"""Runtime values of the Cedar language.
+
+| Cedar     | Python                                  |
+|-----------|-----------------------------------------|
+| Bool      | ``bool``                                |
+| Long      | ``int`` (always within signed 64 bits)  |
+| String    | ``str``                                 |
+| Entity    | :class:`EntityUID`                      |
+| Set       | :class:`CedarSet`                       |
+| Record    | :class:`Record` (a read-only ``dict``)  |
+| extension | classes in :mod:`cedarlite.ext`         |
+
+Python's ``True == 1`` does not hold in Cedar (``true == 1`` is false, ``[1, true]`` has two
+elements), so equality goes through :func:`cedar_eq` and sets key their elements with
+:func:`_key`. Every value is hashable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+from .errors import EvaluationError
+
+I64_MIN = -(2**63)
+I64_MAX = 2**63 - 1
+
+
+class EntityUID(NamedTuple):
+    """An entity reference: a type path (``"NS::User"``) and an id (``"alice"``)."""
+
+    type: str
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.type}::{quote_string(self.id)}"
+
+    def __repr__(self) -> str:
+        return f"EntityUID({self})"
+
+    def to_json(self) -> dict[str, str]:
+        """The ``{"type": ..., "id": ...}`` form."""
+        return {"type": self.type, "id": self.id}
+
+
+class _BoolKey:
+    """Stands for a bool inside a set, so that ``true`` and ``1`` stay distinct."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "true" if self.value else "false"
+
+
+_TRUE_KEY = _BoolKey(True)
+_FALSE_KEY = _BoolKey(False)
+
+
+def _key(value: Any) -> Any:
+    """The hashable identity of a value under Cedar equality."""
+    if value.__class__ is bool:
+        return _TRUE_KEY if value else _FALSE_KEY
+    return value
+
+
+def _unkey(key: Any) -> Any:
+    return key.value if key.__class__ is _BoolKey else key
+
+
+def cedar_eq(a: Any, b: Any) -> bool:
+    """Cedar's total equality: values of different types are unequal, never an error."""
+    return a.__class__ is b.__class__ and a == b
+
+
+class CedarSet:
+    """An immutable, unordered Cedar set (duplicates collapse by Cedar equality)."""
+
+    __slots__ = ("_hash", "_keys")
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        self._keys = frozenset(_key(v) for v in items)
+        self._hash: int | None = None
+
+    @classmethod
+    def _from_keys(cls, keys: frozenset[Any]) -> CedarSet:
+        s = cls.__new__(cls)
+        s._keys = keys
+        s._hash = None
+        return s
+
+    def __iter__(self) -> Iterator[Any]:
+        return (_unkey(k) for k in self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, value: Any) -> bool:
+        return _key(value) in self._keys
+
+    def contains(self, value: Any) -> bool:
+        """Membership by Cedar equality."""
+        return _key(value) in self._keys
+
+    def contains_all(self, other: CedarSet) -> bool:
+        """Every element of ``other`` is in this set."""
+        return other._keys <= self._keys
+
+    def contains_any(self, other: CedarSet) -> bool:
+        """The sets share an element."""
+        return not self._keys.isdisjoint(other._keys)
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is CedarSet and self._keys == other._keys  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(self._keys)
+        return self._hash
+
+    def __repr__(self) -> str:
+        return "[" + ", ".join(sorted(to_cedar(v) for v in self)) + "]"
+
+
+class Record(dict):  # type: ignore[type-arg]
+    """An immutable Cedar record: string keys to values. Compares by Cedar equality."""
+
+    __slots__ = ("_hash",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        dict.__init__(self, *args, **kwargs)
+        self._hash: int | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Record or len(self) != len(other):  # type: ignore[arg-type]
+            return False
+        for k, v in self.items():
+            if k not in other:  # type: ignore[operator]
+                return False
+            w = other[k]  # type: ignore[index]
+            if v.__class__ is not w.__class__ or v != w:
+                return False
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        if self._hash is None:
+            self._hash = hash(frozenset((k, _key(v)) for k, v in self.items()))
+        return self._hash
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("cedarlite.Record is immutable")
+
+    __setitem__ = __delitem__ = _readonly  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = __ior__ = _readonly  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return to_cedar(self)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (Record, (dict(self),))
+
+
+EMPTY_RECORD = Record()
+EMPTY_SET = CedarSet()
+
+
+# ---------------------------------------------------------------------------------------------
+# Type names, as the Rust engine spells them in "type error: expected long, got string".
+
+
+def type_name(value: Any) -> str:
+    """The Cedar type name of a runtime value, lowercase as in Rust's error messages."""
+    cls = value.__class__
+    if cls is bool:
+        return "bool"
+    if cls is int:
+        return "long"
+    if cls is str:
+        return "string"
+    if cls is EntityUID:
+        return f"(entity of type `{value.type}`)"
+    if cls is CedarSet:
+        return "set"
+    if cls is Record:
+        return "record"
+    return f"{getattr(value, 'cedar_type', cls.__name__)}"
+
+
+def type_error(expected: str, value: Any) -> EvaluationError:
+    """``type error: expected <expected>, got <actual>``."""
+    return EvaluationError(f"type error: expected {expected}, got {type_name(value)}")
+
+
+def check_i64(value: int, op: str, *operands: Any) -> int:
+    """``value`` if it fits in signed 64 bits, else Cedar's overflow error."""
+    if I64_MIN <= value <= I64_MAX:
+        return value
+    if op == "neg":
+        raise EvaluationError(
+            f"integer overflow while attempting to negate the value `{operands[0]}`"
+        )
+    shown = " and ".join(f"`{to_cedar(o)}`" for o in operands)
+    raise EvaluationError(
+        f"integer overflow while attempting to {op} the values {shown}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Cedar text of values (used by messages, the printer and reprs).
+
+_ESCAPES = {
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\\": "\\\\",
+    "\0": "\\0",
+    '"': '\\"',
+}
+
+
+def quote_string(s: str) -> str:
+    """A Cedar string literal for ``s`` (Rust's ``escape_debug`` style)."""
+    out = []
+    for ch in s:
+        esc = _ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif ch.isprintable() or ch == " ":
+            out.append(ch)
+        else:
+            out.append(f"\\u{{{ord(ch):x}}}")
+    return '"' + "".join(out) + '"'
+
+
+def to_cedar(value: Any) -> str:
+    """Cedar source text for a value (a restricted expression that evaluates to it)."""
+    cls = value.__class__
+    if cls is bool:
+        return "true" if value else "false"
+    if cls is int:
+        return str(value)
+    if cls is str:
+        return quote_string(value)
+    if cls is EntityUID:
+        return str(value)
+    if cls is CedarSet:
+        return "[" + ", ".join(to_cedar(v) for v in value) + "]"
+    if cls is Record:
+        return "{" + ", ".join(f"{quote_string(k)}: {to_cedar(v)}" for k, v in value.items()) + "}"
+    to = getattr(value, "to_cedar", None)
+    if to is not None:
+        return str(to())
+    raise TypeError(f"not a Cedar value: {value!r}")
+
+
+def to_json_value(value: Any) -> Any:
+    """The Cedar JSON form of a value (entities as ``__entity``, extensions as ``__extn``)."""
+    cls = value.__class__
+    if cls in (bool, int, str):
+        return value
+    if cls is EntityUID:
+        return {"__entity": value.to_json()}
+    if cls is CedarSet:
+        return [to_json_value(v) for v in value]
+    if cls is Record:
+        return {k: to_json_value(v) for k, v in value.items()}
+    return value.to_json()
+
+
+def from_python(value: Any) -> Any:
+    """Convert a plain Python value to a Cedar value (lists/tuples/sets -> Set, dicts -> Record).
+
+    This is the *schema-less* interpretation: ``{"__entity": ...}`` and ``{"__extn": ...}`` are
+    decoded by :mod:`cedarlite.entities`; here a dict is always a record.
+    """
+    cls = value.__class__
+    if cls in (bool, str) or cls is EntityUID or cls is CedarSet or cls is Record:
+        return value
+    if cls is int:
+        if not I64_MIN <= value <= I64_MAX:
+            raise ValueError(f"integer `{value}` does not fit in 64 bits")
+        return value
+    if isinstance(value, Mapping):
+        return Record({str(k): from_python(v) for k, v in value.items()})
+    if isinstance(value, list | tuple | set | frozenset):
+        return CedarSet(from_python(v) for v in value)
+    if hasattr(value, "cedar_type"):
+        return value
+    raise TypeError(f"cannot convert {type(value).__name__} to a Cedar value")
