@@ -12,6 +12,7 @@ assert resp.decision is cedarlite.Decision.ALLOW
 
 from .ast import Effect
 from .authorizer import Decision, PolicyError, Response, is_authorized
+from .compiler import is_authorized_batch
 from .entities import Entities, Entity, EntityProvider
 from .errors import (
     CedarliteError,
@@ -51,4 +52,5 @@ __all__ = [
     "SchemaError",
     "ValidationError",
     "is_authorized",
+    "is_authorized_batch",
 ]

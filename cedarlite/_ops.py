@@ -184,6 +184,16 @@ def in_(a: Any, b: Any, entities: EntityStore) -> bool:
     return any(t in ancestors for t in targets)
 
 
+def in_uid(a: Any, target: EntityUID, entities: EntityStore) -> bool:
+    """``a in target`` for an entity ``target`` (the common case of :func:`in_`)."""
+    if a.__class__ is not EntityUID:
+        raise type_error(ANY_ENTITY, a)
+    if a == target:
+        return True
+    ent = entities.get(a)
+    return ent is not None and target in ent.ancestors
+
+
 def _missing_entity(uid: EntityUID) -> EvaluationError:
     return EvaluationError(f"entity `{uid}` does not exist")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -30,6 +31,7 @@ def is_valid_ident(name: str) -> bool:
     return _IDENT.fullmatch(name) is not None and name not in RESERVED
 
 
+@lru_cache(maxsize=4096)
 def is_valid_type_name(name: str) -> bool:
     """``name`` is a normalized entity type path (``A::B``, no spaces, nothing reserved)."""
     return all(is_valid_ident(seg) and "__cedar" not in seg for seg in name.split("::"))

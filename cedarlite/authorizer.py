@@ -106,8 +106,8 @@ def evaluate_policies(
 
 
 def _uid(value: Any, field: str) -> EntityUID:
-    if isinstance(value, EntityUID):
-        return value
+    if value.__class__ is EntityUID:
+        return value  # type: ignore[no-any-return]
     if isinstance(value, str):
         try:
             return parse_entity_uid(value)
@@ -132,42 +132,60 @@ def make_request(
     With a ``schema``, the context is parsed by the action's context type and, when
     ``validate``, the request is checked against the action's ``appliesTo``.
     """
-    if isinstance(request, Request):
-        req = request
+    if request.__class__ is Request:
+        req: Request = request  # type: ignore[assignment]
         context_json: Any = None
     else:
         if not isinstance(request, Mapping):
             raise RequestError(f"request must be a mapping, not {type(request).__name__}")
-        missing = [k for k in ("principal", "action", "resource") if request.get(k) is None]
-        if missing:
+        get = request.get
+        principal, action, resource = get("principal"), get("action"), get("resource")
+        if principal is None or action is None or resource is None:
+            missing = [k for k in ("principal", "action", "resource") if get(k) is None]
             raise RequestError(f"request is missing `{'`, `'.join(missing)}`")
-        context_json = request.get("context")
+        context_json = get("context")
         if context_json is None:
             context_json = {}
-        if isinstance(context_json, str):
-            from .entities import load_json
+        elif context_json.__class__ is not dict:
+            if isinstance(context_json, str):
+                from .entities import load_json
 
-            context_json = load_json(context_json, "request context", RequestError)
-        if not isinstance(context_json, Mapping):
-            raise RequestError("request context must be a JSON object")
+                context_json = load_json(context_json, "request context", RequestError)
+            if not isinstance(context_json, Mapping):
+                raise RequestError("request context must be a JSON object")
         req = Request(
-            _uid(request["principal"], "principal"),
-            _uid(request["action"], "action"),
-            _uid(request["resource"], "resource"),
+            _uid(principal, "principal"),
+            _uid(action, "action"),
+            _uid(resource, "resource"),
             EMPTY_RECORD,
         )
     if schema is not None:
         from .schema.conform import conform_request
 
         return conform_request(req, context_json, schema, validate=validate)
-    if context_json is None:
+    if not context_json:
         return req
     try:
         context = value_from_json(dict(context_json), "context")
     except JSONValueError as err:
         raise RequestError(f"request {err.message}") from None
-    assert isinstance(context, Record)
-    return Request(req.principal, req.action, req.resource, context)
+    return req._replace(context=context)
+
+
+def coerce_inputs(
+    policies: PolicySet | str,
+    entities: Entities | list[Any] | str | None,
+    schema: Schema | None = None,
+) -> tuple[PolicySet, Entities]:
+    """A ``PolicySet`` and an ``Entities`` from any of the accepted input forms."""
+    from .policyset import PolicySet
+
+    ps = policies if isinstance(policies, PolicySet) else PolicySet.from_str(policies)
+    if isinstance(entities, Entities):
+        return ps, entities
+    if entities is None:
+        return ps, Entities()
+    return ps, Entities.from_json(entities, schema=schema)
 
 
 def is_authorized(
@@ -187,18 +205,7 @@ def is_authorized(
     Bad input raises a :class:`~cedarlite.CedarliteError`; evaluation errors never do (they
     are reported in :attr:`Response.errors`).
     """
-    from .policyset import PolicySet
-
-    ps = policies if isinstance(policies, PolicySet) else PolicySet.from_str(policies)
-    if entities is None:
-        ents = Entities()
-    elif isinstance(entities, Entities):
-        ents = entities
-    else:
-        try:
-            ents = Entities.from_json(entities, schema=schema)
-        except EntitiesError:
-            raise
+    ps, ents = coerce_inputs(policies, entities, schema)
     req = make_request(request, schema=schema)
     if engine == "reference":
         return evaluate_policies(ps.active, req, ents)

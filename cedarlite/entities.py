@@ -8,6 +8,7 @@ copying it.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,9 @@ class EntityProvider(Protocol):
         ...
 
 
+_SERIALS = itertools.count()
+
+
 class Entities(Mapping[EntityUID, Entity]):
     """An immutable entity store keyed by :class:`EntityUID`.
 
@@ -69,7 +73,7 @@ class Entities(Mapping[EntityUID, Entity]):
     ``None``. Parents may name entities that are not in the store.
     """
 
-    __slots__ = ("_base", "_by_uid", "_fingerprint")
+    __slots__ = ("_base", "_by_uid", "serial")
 
     def __init__(self, entities: Iterable[Entity] = (), *, _base: Entities | None = None) -> None:
         by_uid: dict[EntityUID, Entity] = {}
@@ -80,7 +84,8 @@ class Entities(Mapping[EntityUID, Entity]):
             by_uid[ent.uid] = ent
         self._base = _base
         self._by_uid = _close_ancestors(by_uid, _base)
-        self._fingerprint: int | None = None
+        # A process-unique number (never reused, unlike id()): keys the decision caches.
+        self.serial = next(_SERIALS)
 
     # -- construction ----------------------------------------------------------------------
 
@@ -279,6 +284,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) -> EntityUID:
     """An entity uid from ``{"type", "id"}`` or ``{"__entity": {"type", "id"}}``."""
+    if obj.__class__ is dict and len(obj) == 2:  # fast path: a plain {"type", "id"}
+        type_name, id_ = obj.get("type"), obj.get("id")
+        if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
+            return EntityUID(type_name, id_)
     if isinstance(obj, dict) and set(obj) == {"__entity"}:
         obj = obj["__entity"]
     if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:

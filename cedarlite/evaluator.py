@@ -6,8 +6,7 @@ Semantics follow Cedar's formal model: strict left-to-right evaluation, with ``&
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _ops as ops
 from .ast import (
@@ -42,11 +41,11 @@ from .ext import FUNCTIONS, METHODS
 from .values import CedarSet, EntityUID, Record
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     """An authorization request: who (principal) does what (action) to what (resource).
 
-    ``context`` is a :class:`~cedarlite.values.Record`.
+    ``context`` is a :class:`~cedarlite.values.Record`. (A named tuple: cheap to build and to
+    hash, which the decision cache does for every request.)
     """
 
     principal: EntityUID

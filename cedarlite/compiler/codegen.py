@@ -1,0 +1,404 @@
+"""Policy conditions -> Python functions ``cond(P, A, R, C, E) -> bool``.
+
+Each policy's conditions become one generated Python function over the request variables
+(``P A R C``) and the entity store (``E``). The generated code calls the same operator
+functions as the reference interpreter (:mod:`cedarlite._ops`), so errors and their messages
+are identical by construction, and adds inline fast paths only where the outcome is provably
+the same: equality against a literal, ``context`` attribute reads, ``like`` patterns that are
+a prefix/suffix/substring test, integer comparison and arithmetic with an overflow check, and
+``in`` against a literal entity. Sub-expressions without variables or entity reads are folded
+at compile time (unless they fail, in which case they fail at run time, in place).
+
+Literals are hoisted into a constants tuple ``K``, so policies that differ only in their
+literals share one compiled code object (cached by source text).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from .. import _ops as ops
+from ..ast import (
+    WILDCARD,
+    And,
+    Binary,
+    BinOp,
+    Call,
+    ConditionKind,
+    Expr,
+    GetAttr,
+    Has,
+    If,
+    Is,
+    Like,
+    Lit,
+    MethodCall,
+    Or,
+    Policy,
+    RecordLit,
+    SetLit,
+    Slot,
+    Unary,
+    UnaryOp,
+    Var,
+    Variable,
+)
+from ..errors import EvaluationError
+from ..evaluator import Evaluator, Request
+from ..ext import FUNCTIONS, METHODS
+from ..values import I64_MAX, I64_MIN, CedarSet, EntityUID, Record
+
+CondFn = Callable[[EntityUID, EntityUID, EntityUID, Record, Any], bool]
+
+_VAR_NAMES = {Var.PRINCIPAL: "P", Var.ACTION: "A", Var.RESOURCE: "R", Var.CONTEXT: "C"}
+
+_MISSING = object()
+
+# Names visible to generated code. Everything a condition calls comes from here.
+_GLOBALS: dict[str, Any] = {
+    "__builtins__": {},
+    "int": int,
+    "bool": bool,
+    "str": str,
+    "_MISSING": _MISSING,
+    "EntityUID": EntityUID,
+    "CedarSet": CedarSet,
+    "Record": Record,
+    "_b": ops.expect_bool,
+    "_not": ops.not_,
+    "_neg": ops.neg,
+    "_add": ops.add,
+    "_sub": ops.sub,
+    "_mul": ops.mul,
+    "_lt": ops.less,
+    "_le": ops.less_eq,
+    "_gt": ops.greater,
+    "_ge": ops.greater_eq,
+    "_eq": ops.eq,
+    "_in": ops.in_,
+    "_in_uid": ops.in_uid,
+    "_has": ops.has_attr,
+    "_ga": ops.get_attr,
+    "_like": ops.like,
+    "_is": ops.is_,
+    "_get_tag": ops.get_tag,
+    "_has_tag": ops.has_tag,
+    "_LO": I64_MIN,
+    "_HI": I64_MAX,
+    **{f"_m_{name}": fn for name, fn in ops.PURE_METHODS.items()},
+}
+
+_BOOL_METHODS = frozenset(
+    {"contains", "containsAll", "containsAny", "isEmpty", "hasTag", "startsWith", "endsWith"}
+    | {name for name, f in METHODS.items() if f.returns == "Bool"}
+)
+
+_RELATIONS = {BinOp.EQ, BinOp.NEQ, BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE, BinOp.IN}
+
+
+def returns_bool(e: Expr) -> bool:
+    """``e`` evaluates to a Bool whenever it does not raise (so no Bool check is needed)."""
+    match e:
+        case Lit(value=v):
+            return v.__class__ is bool
+        case Binary(op=op):
+            return op in _RELATIONS
+        case And() | Or() | Has() | Like() | Is():
+            return True
+        case Unary(op=UnaryOp.NOT):
+            return True
+        case MethodCall(name=name):
+            return name in _BOOL_METHODS
+        case If(then_=t, else_=f):
+            return returns_bool(t) and returns_bool(f)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Constant folding
+
+
+def _foldable(e: Expr) -> bool:
+    """No variables, slots or entity-store reads anywhere in ``e``."""
+    match e:
+        case Lit():
+            return True
+        case Variable() | Slot() | GetAttr() | Has():
+            return False
+        case Binary(op=BinOp.IN):
+            return False
+        case MethodCall(name=name, receiver=r, args=args):
+            if name in ("getTag", "hasTag"):
+                return False
+            return _foldable(r) and all(_foldable(a) for a in args)
+        case Call(args=args):
+            return all(_foldable(a) for a in args)
+        case Binary(left=left, right=right) | And(left=left, right=right) | Or(
+            left=left, right=right
+        ):
+            return _foldable(left) and _foldable(right)
+        case Unary(arg=arg) | Like(expr=arg):
+            return _foldable(arg)
+        case Is(expr=x, in_expr=None):
+            return _foldable(x)
+        case Is():
+            return False
+        case If(cond=c, then_=t, else_=f):
+            return _foldable(c) and _foldable(t) and _foldable(f)
+        case SetLit(elements=elements):
+            return all(_foldable(x) for x in elements)
+        case RecordLit(entries=entries):
+            return all(_foldable(v) for _, v in entries)
+    return False
+
+
+class _NoEntities:
+    def get(self, uid: EntityUID) -> None:
+        return None
+
+
+_FOLD_EVALUATOR = Evaluator(
+    Request(EntityUID("", ""), EntityUID("", ""), EntityUID("", ""), Record()), _NoEntities()
+)
+
+
+def _fold(e: Expr) -> tuple[bool, Any]:
+    """``(True, value)`` if ``e`` is a constant that evaluates without error."""
+    if isinstance(e, Lit) or not _foldable(e):
+        return False, None
+    try:
+        return True, _FOLD_EVALUATOR.evaluate(e)
+    except EvaluationError:
+        return False, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Code generation
+
+
+class _Gen:
+    """Generates the Python source of one condition function."""
+
+    def __init__(self) -> None:
+        self.consts: list[Any] = []
+        self._tmp = itertools.count()
+
+    def const(self, value: Any) -> str:
+        self.consts.append(value)
+        return f"K[{len(self.consts) - 1}]"
+
+    def tmp(self) -> str:
+        return f"_t{next(self._tmp)}"
+
+    def literal(self, value: Any) -> str:
+        """Python source for a literal Cedar value (hoisted into ``K``)."""
+        if value is True or value is False:
+            return repr(value)
+        return self.const(value)
+
+    def bool_(self, e: Expr) -> str:
+        """Source that evaluates ``e`` and checks it is a Bool."""
+        code = self.expr(e)
+        return code if returns_bool(e) else f"_b({code})"
+
+    def expr(self, e: Expr) -> str:  # noqa: C901 - one case per node type reads best
+        ok, value = _fold(e)
+        if ok:
+            return self.literal(value)
+        match e:
+            case Lit(value=value):
+                return self.literal(value)
+            case Variable(var=var):
+                return _VAR_NAMES[var]
+            case And(left=left, right=right):
+                return f"({self.bool_(left)} and {self.bool_(right)})"
+            case Or(left=left, right=right):
+                return f"({self.bool_(left)} or {self.bool_(right)})"
+            case If(cond=c, then_=t, else_=f):
+                return f"({self.expr(t)} if {self.bool_(c)} else {self.expr(f)})"
+            case Unary(op=UnaryOp.NOT, arg=arg):
+                return f"(not {self.bool_(arg)})"
+            case Unary(op=UnaryOp.NEG, arg=arg):
+                return f"_neg({self.expr(arg)})"
+            case Binary(op=op, left=left, right=right):
+                return self._binary(op, left, right)
+            case GetAttr(expr=inner, attr=attr):
+                return self._get_attr(inner, attr)
+            case Has(expr=inner, path=path):
+                return self._has(inner, path)
+            case Like(expr=inner, pattern=pattern):
+                return self._like(inner, pattern)
+            case Is(expr=inner, entity_type=t, in_expr=None):
+                v = self.tmp()
+                return (
+                    f"(({v}).type == {t!r} if ({v} := {self.expr(inner)}).__class__ is EntityUID "
+                    f"else _is({v}, {t!r}))"
+                )
+            case Is(expr=inner, entity_type=t, in_expr=target):
+                v = self.tmp()
+                return (
+                    f"(_is({v} := {self.expr(inner)}, {t!r}) and "
+                    f"{self._in(v, target)})"  # type: ignore[arg-type]
+                )
+            case MethodCall(receiver=receiver, name=name, args=args):
+                return self._method(receiver, name, args)
+            case Call(name=name, args=args):
+                return self._ext(FUNCTIONS[name], [self.expr(a) for a in args])
+            case SetLit(elements=elements):
+                return f"CedarSet({_tuple([self.expr(x) for x in elements])})"
+            case RecordLit(entries=entries):
+                body = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in entries)
+                return f"Record({{{body}}})"
+            case Slot(slot=slot):
+                raise ValueError(f"unlinked template slot `{slot.value}` in a condition")
+        raise TypeError(f"not an expression node: {e!r}")  # pragma: no cover
+
+    # -- operators ---------------------------------------------------------------------------
+
+    def _binary(self, op: BinOp, left: Expr, right: Expr) -> str:
+        if op is BinOp.IN:
+            return self._in(self.expr(left), right)
+        if op in (BinOp.EQ, BinOp.NEQ):
+            code = self._eq(left, right)
+            return code if op is BinOp.EQ else f"(not {code})"
+        a, b = self.tmp(), self.tmp()
+        lhs, rhs = self.expr(left), self.expr(right)
+        both_int = f"(({a} := {lhs}).__class__ is int) & (({b} := {rhs}).__class__ is int)"
+        if op in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
+            r = self.tmp()
+            sym = op.value
+            fn = {BinOp.ADD: "_add", BinOp.SUB: "_sub", BinOp.MUL: "_mul"}[op]
+            return (
+                f"({r} if {both_int} and _LO <= ({r} := {a} {sym} {b}) <= _HI "
+                f"else {fn}({a}, {b}))"
+            )
+        fn = {BinOp.LT: "_lt", BinOp.LE: "_le", BinOp.GT: "_gt", BinOp.GE: "_ge"}[op]
+        return f"({a} {op.value} {b} if {both_int} else {fn}({a}, {b}))"
+
+    def _eq(self, left: Expr, right: Expr) -> str:
+        if isinstance(left, Lit) and not isinstance(right, Lit):
+            left, right = right, left  # a literal has no effects: evaluation order is moot
+        if isinstance(right, Lit):
+            value = right.value
+            if value.__class__ in (str, EntityUID):
+                # No other Cedar value compares equal to a str or to an EntityUID (a tuple).
+                return f"({self.expr(left)} == {self.literal(value)})"
+            v = self.tmp()
+            cls = "bool" if value.__class__ is bool else "int"
+            return (
+                f"(({v} := {self.expr(left)}) == {self.literal(value)} "
+                f"and {v}.__class__ is {cls})"
+            )
+        a, b = self.tmp(), self.tmp()
+        return (
+            f"(({a} := {self.expr(left)}).__class__ is ({b} := {self.expr(right)}).__class__ "
+            f"and {a} == {b})"
+        )
+
+    def _in(self, lhs: str, target: Expr) -> str:
+        """``lhs in target``, the left side given as source (evaluated first)."""
+        if isinstance(target, Lit) and target.value.__class__ is EntityUID:
+            return f"_in_uid({lhs}, {self.literal(target.value)}, E)"
+        return f"_in({lhs}, {self.expr(target)}, E)"
+
+    def _get_attr(self, inner: Expr, attr: str) -> str:
+        if isinstance(inner, Variable) and inner.var is Var.CONTEXT:
+            v = self.tmp()
+            # INVARIANT: the context is always a Record.
+            return f"({v} if ({v} := C.get({attr!r}, _MISSING)) is not _MISSING else _ga(C, {attr!r}, E))"
+        return f"_ga({self.expr(inner)}, {attr!r}, E)"
+
+    def _has(self, inner: Expr, path: tuple[str, ...]) -> str:
+        v = self.tmp()
+        parts = [f"_has({v} := {self.expr(inner)}, {path[0]!r}, E)"]
+        for prev, attr in itertools.pairwise(path):
+            nxt = self.tmp()
+            parts.append(f"_has({nxt} := _ga({v}, {prev!r}, E), {attr!r}, E)")
+            v = nxt
+        return "(" + " and ".join(parts) + ")"
+
+    def _like(self, inner: Expr, pattern: tuple[Any, ...]) -> str:
+        v = self.tmp()
+        test = _string_test(v, pattern)
+        pat = self.const(pattern)
+        if test is None:
+            return f"_like({self.expr(inner)}, {pat})"
+        return f"({test} if ({v} := {self.expr(inner)}).__class__ is str else _like({v}, {pat}))"
+
+    def _method(self, receiver: Expr, name: str, args: tuple[Expr, ...]) -> str:
+        codes = [self.expr(receiver), *(self.expr(a) for a in args)]
+        if name in ops.PURE_METHODS:
+            return f"_m_{name}({', '.join(codes)})"
+        if name == "getTag":
+            return f"_get_tag({codes[0]}, {codes[1]}, E)"
+        if name == "hasTag":
+            return f"_has_tag({codes[0]}, {codes[1]}, E)"
+        return self._ext(METHODS[name], codes)
+
+    def _ext(self, func: Any, codes: list[str]) -> str:
+        if len(codes) == func.arity:
+            return f"{self.const(func.impl)}({', '.join(codes)})"
+        # Wrong arity is an evaluation error, raised after the arguments are evaluated.
+        return f"{self.const(func)}.call({_tuple(codes)})"
+
+
+def _tuple(codes: list[str]) -> str:
+    """Python source of a tuple of the given element sources."""
+    return "()" if not codes else f"({', '.join(codes)},)"
+
+
+def _string_test(v: str, pattern: tuple[Any, ...]) -> str | None:
+    """A str-method test equivalent to matching ``pattern`` against variable ``v``, if any."""
+    stars = [i for i, el in enumerate(pattern) if el is WILDCARD]
+    if not stars:
+        text = "".join(pattern)
+        return f"{v} == {text!r}"
+    if len(stars) == len(pattern):
+        return "True"
+    if len(pattern) == 2 and stars == [1]:
+        return f"{v}.startswith({pattern[0]!r})"
+    if len(pattern) == 2 and stars == [0]:
+        return f"{v}.endswith({pattern[1]!r})"
+    if len(pattern) == 3 and stars == [0, 2]:
+        return f"({pattern[1]!r} in {v})"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+
+def condition_source(policy: Policy) -> tuple[str, tuple[Any, ...]] | None:
+    """The body source and constants of ``policy``'s condition function (None: no condition)."""
+    if not policy.conditions:
+        return None
+    gen = _Gen()
+    parts = []
+    for cond in policy.conditions:
+        code = gen.bool_(cond.body)
+        parts.append(code if cond.kind is ConditionKind.WHEN else f"(not {code})")
+    return " and ".join(parts), tuple(gen.consts)
+
+
+@lru_cache(maxsize=8192)
+def _make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
+    source = f"def _factory(K):\n def cond(P, A, R, C, E):\n  return {body}\n return cond\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<cedarlite condition>", "exec"), _GLOBALS, namespace)  # noqa: S102
+    return namespace["_factory"]  # type: ignore[no-any-return]
+
+
+def compile_condition(policy: Policy) -> CondFn | None:
+    """A function deciding ``policy``'s conditions (None when it has none).
+
+    The function returns a bool or raises :class:`EvaluationError`, exactly like evaluating the
+    conditions with :class:`~cedarlite.evaluator.Evaluator`.
+    """
+    src = condition_source(policy)
+    if src is None:
+        return None
+    body, consts = src
+    return _make_factory(body)(consts)
