@@ -147,10 +147,22 @@ def _span(first: Any, last: Any) -> Span | None:
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "0": "\0", "'": "'", '"': '"'}
 
 
-def _unescape(tok: Token, pattern: bool = False) -> list[str | ast._Wildcard]:
-    """Decode a string token (Rust escape rules). With ``pattern``, ``*`` is a wildcard."""
-    raw = tok.value[1:-1]
-    offset: int = tok.start_pos + 1  # type: ignore[operator]
+class BadEscape(ValueError):
+    """An invalid escape at ``raw[start:end]`` of a string literal's body."""
+
+    def __init__(self, start: int, end: int) -> None:
+        super().__init__(start, end)
+        self.start, self.end = start, end
+
+
+def decode_literal(raw: str, pattern: bool = False) -> list[str | ast._Wildcard]:
+    """Decode the body of a string literal (Rust escape rules; raises :class:`BadEscape`).
+
+    With ``pattern`` (a ``like`` right-hand side), an unescaped ``*`` is a wildcard element and
+    ``\\*`` a literal star; the result alternates literal strings and :data:`WILDCARD`.
+    """
+    if "\\" not in raw and not (pattern and "*" in raw):
+        return [raw] if raw else []
     out: list[str | ast._Wildcard] = []
     buf: list[str] = []
     i, n = 0, len(raw)
@@ -169,16 +181,25 @@ def _unescape(tok: Token, pattern: bool = False) -> list[str | ast._Wildcard]:
             continue
         esc, end = _escape_at(raw, i, pattern)
         if esc is None:
-            start = offset + i
-            _fail(
-                f"the input `{raw[i:end]}` is not a valid escape",
-                Span.at(_state.text, start, start + (end - i)),
-            )
+            raise BadEscape(i, end)
         buf.append(esc)
         i = end
     if buf:
         out.append("".join(buf))
     return out
+
+
+def _unescape(tok: Token, pattern: bool = False) -> list[str | ast._Wildcard]:
+    """Decode a string token, failing with the span of the bad escape."""
+    raw = tok.value[1:-1]
+    try:
+        return decode_literal(raw, pattern)
+    except BadEscape as bad:
+        start: int = tok.start_pos + 1 + bad.start  # type: ignore[operator]
+        _fail(
+            f"the input `{raw[bad.start:bad.end]}` is not a valid escape",
+            Span.at(_state.text, start, start + (bad.end - bad.start)),
+        )
 
 
 def _escape_at(raw: str, i: int, pattern: bool) -> tuple[str | None, int]:

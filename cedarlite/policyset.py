@@ -45,7 +45,11 @@ class PolicySet:
         ``strict=True`` rejects cedarlite's dialect extras (``startsWith``/``endsWith``).
         Raises :class:`~cedarlite.ParseError`.
         """
-        return cls(parse_policies(text, source, strict=strict), source=source)
+        from ._shapes import parse_fast
+
+        ps = cls(parse_fast(text, source, strict=strict), source=source)
+        ps._cache["text"] = text
+        return ps
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, strict: bool = False) -> PolicySet:
@@ -79,6 +83,22 @@ class PolicySet:
                 p for p in self._policies if not p.is_template
             )
         return cached  # type: ignore[no-any-return]
+
+    def spanned(self, policy_id: str) -> Policy:
+        """The policy with spans on every node (large sets are parsed without inner spans).
+
+        Re-parses the policy's own text when needed; the spans' lines and columns refer to the
+        text the set was parsed from.
+        """
+        policy = self[policy_id]
+        text = self._cache.get("text")
+        if text is None or policy.span is None or policy.template_id is not None:
+            return policy
+        start = policy.span.start
+        # Pad so that lines and columns come out as in the original text.
+        padded = "\n" * (policy.span.line - 1) + " " * (policy.span.column - 1)
+        (reparsed,) = parse_policies(padded + text[start : policy.span.end], self.source)
+        return replace(reparsed, id=policy.id)
 
     def __iter__(self) -> Iterator[Policy]:
         return iter(self._policies)

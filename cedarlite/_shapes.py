@@ -1,0 +1,317 @@
+"""Parse large policy sets fast: once per policy *shape*, not once per policy.
+
+Large policy sets are generated, so most of their policies share a shape: the same text once
+string and integer literals are abstracted. This module splits a policy text into policies
+with one regex pass, keys each by its shape, parses every new shape once with the real parser
+(with sentinel literals standing in for the real ones) and builds every other policy of that
+shape by substituting its literals into the template AST. Literal checks that the grammar
+leaves to the parser (escapes, integer range, duplicate record keys) are re-applied on
+substitution; anything unexpected falls back to the full parser, which then produces the
+answer or the precise error. A property test checks ``parse_fast(t) == parse_policies(t)``.
+
+Policies built here carry a policy-level span but no spans on inner nodes (the full parser
+gives those, see :func:`cedarlite.parser.parse_policies`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import fields
+from types import MappingProxyType
+from typing import Any
+
+from . import ast
+from .ast import WILDCARD, Policy
+from .errors import ParseError
+from .parser import BadEscape, decode_literal, parse_policies
+from .source import Span
+from .values import I64_MAX, EntityUID
+
+MIN_POLICIES = 32
+"""Texts with fewer policies go straight to the full parser (which also gives inner spans)."""
+
+_LEADING = re.compile(r"(?:\s+|//[^\n]*)*+")
+# One policy: anything up to a `;` that is not inside a string or a comment (possessive
+# quantifiers: no backtracking blow-up on text without a final `;`).
+_POLICY = re.compile(r'(?:[^;"/]++|"(?:[^"\\]|\\.)*+"|//[^\n]*+|/)*+;')
+_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*+"|\b[0-9]+\b')
+_LITERAL_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n]*+|\b[0-9]+\b')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"')
+_INT = re.compile(r"\b[0-9]+\b")
+_PLACEHOLDER = re.compile('"\x00"|\x01')
+_SENTINEL = "\ue000"
+_INT_BASE = 10**17
+_MAX_HOLES = 10**6
+
+
+class _Fallback(Exception):
+    """The fast path cannot build this text; the full parser must."""
+
+
+def _string_sentinel(k: int) -> str:
+    return f"{_SENTINEL}{k}{_SENTINEL}"
+
+
+def _hole_of_str(s: str) -> int | None:
+    if len(s) > 2 and s[0] == _SENTINEL and s[-1] == _SENTINEL and s[1:-1].isdigit():
+        return int(s[1:-1])
+    return None
+
+
+def _hole_of_int(v: int) -> tuple[int, bool] | None:
+    a = -v if v < 0 else v
+    if _INT_BASE <= a < _INT_BASE + _MAX_HOLES:
+        return a - _INT_BASE, v < 0
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Splitting
+
+
+def _split(text: str) -> list[tuple[int, int, str, list[str]]] | None:
+    """``(start, end, shape, literal tokens)`` per policy, or None when the text is odd.
+
+    The shape is the policy text with comments dropped, each string literal replaced by
+    ``"\\x00"``, each integer literal by ``\\x01``, and whitespace runs collapsed.
+    """
+    out = []
+    pos = 0
+    for m in _POLICY.finditer(text):
+        if m.start() != pos and text[pos : m.start()].strip():
+            return None  # something the policy regex cannot read: let the full parser say what
+        chunk = m.group()
+        if "//" in chunk:
+            lits: list[str] = []
+
+            def keep(lit: re.Match[str], lits: list[str] = lits) -> str:
+                tok = lit.group()
+                if tok[0] == "/":
+                    return " "
+                lits.append(tok)
+                return '"\x00"' if tok[0] == '"' else "\x01"
+
+            shape = _LITERAL_OR_COMMENT.sub(keep, chunk)
+        else:
+            lits = _LITERAL.findall(chunk)
+            shape = _INT.sub("\x01", _STRING.sub('"\x00"', chunk))
+        out.append((m.start(), m.end(), " ".join(shape.split()), lits))
+        pos = m.end()
+    if _LEADING.match(text, pos).end() != len(text):  # type: ignore[union-attr]
+        return None
+    return out
+
+
+def _canonical(shape: str) -> str:
+    """The shape with numbered sentinel literals, ready for the full parser."""
+    counter = iter(range(_MAX_HOLES))
+
+    def sentinel(m: re.Match[str]) -> str:
+        k = next(counter)
+        return f'"{_string_sentinel(k)}"' if m.group() != "\x01" else str(_INT_BASE + k)
+
+    return _PLACEHOLDER.sub(sentinel, shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Templates: a builder per AST node, sharing every subtree that holds no literal
+
+
+Builder = Callable[[list[str]], Any]
+
+
+def _decode_str(raw: str) -> str:
+    try:
+        parts = decode_literal(raw[1:-1])
+    except BadEscape:
+        raise _Fallback from None
+    return parts[0] if parts else ""  # type: ignore[return-value]
+
+
+def _decode_pattern(raw: str) -> tuple[Any, ...]:
+    try:
+        return tuple(decode_literal(raw[1:-1], pattern=True))
+    except BadEscape:
+        raise _Fallback from None
+
+
+def _decode_int(raw: str, negated: bool) -> int:
+    value = int(raw)
+    if value > I64_MAX + (1 if negated else 0):
+        raise _Fallback
+    return -value if negated else value
+
+
+def _const(value: Any) -> Builder:
+    return lambda lits: value
+
+
+def _template(node: Any) -> tuple[bool, Any]:
+    """``(has_holes, builder_or_value)``: values without holes are returned span-free."""
+    cls = node.__class__
+    if cls is str:
+        k = _hole_of_str(node)
+        if k is None:
+            return False, node
+        return True, lambda lits: _decode_str(lits[k])
+    if cls is int:
+        hole = _hole_of_int(node)
+        if hole is None:
+            return False, node
+        k, negated = hole
+        return True, lambda lits: _decode_int(lits[k], negated)
+    if cls is EntityUID:
+        holed, build_id = _template(node.id)
+        if not holed:
+            return False, node
+        type_name = node.type
+        return True, lambda lits: EntityUID(type_name, build_id(lits))
+    if cls is ast.Like:
+        return _like_template(node)
+    if cls is ast.RecordLit:
+        return _record_template(node)
+    if cls is tuple:
+        return _seq_template(node, tuple)
+    if cls is MappingProxyType:
+        holed, build = _seq_template(tuple(node.items()), tuple)
+        if not holed:
+            return False, MappingProxyType(dict(node))
+        return True, lambda lits: MappingProxyType(dict(build(lits)))
+    if hasattr(cls, "__dataclass_fields__"):
+        return _node_template(node)
+    return False, node  # enums, None, WILDCARD
+
+
+def _seq_template(items: tuple[Any, ...], make: type) -> tuple[bool, Any]:
+    parts = [_template(x) for x in items]
+    if not any(h for h, _ in parts):
+        return False, make(v for _, v in parts)
+    builders = [b if h else _const(b) for h, b in parts]
+    return True, lambda lits: make(b(lits) for b in builders)
+
+
+def _node_template(node: Any) -> tuple[bool, Any]:
+    cls = node.__class__
+    values, holes = _field_parts(node)
+    if not holes:
+        return False, cls(*values)
+    if len(holes) == 1:
+        (index, build), = holes
+        before, after = values[:index], values[index + 1 :]
+        return True, lambda lits: cls(*before, build(lits), *after)
+
+    def make(lits: list[str]) -> Any:
+        args = values.copy()
+        for i, b in holes:
+            args[i] = b(lits)
+        return cls(*args)
+
+    return True, make
+
+
+def _field_parts(node: Any) -> tuple[list[Any], list[tuple[int, Builder]]]:
+    """The span-free field values of a node, and a builder for each field that has holes."""
+    values: list[Any] = []
+    holes: list[tuple[int, Builder]] = []
+    for f in fields(node):
+        if f.name == "span":
+            continue  # kw-only, so the other fields can be passed positionally
+        holed, value = _template(getattr(node, f.name))
+        if holed:
+            holes.append((len(values), value))
+        values.append(None if holed else value)
+    return values, holes
+
+
+def _like_template(node: ast.Like) -> tuple[bool, Any]:
+    holed, build_expr = _template(node.expr)
+    pattern = node.pattern
+    if len(pattern) == 1 and pattern[0] is not WILDCARD and _hole_of_str(pattern[0]) is not None:
+        k = _hole_of_str(pattern[0])
+        expr_b = build_expr if holed else _const(build_expr)
+        return True, lambda lits: ast.Like(expr_b(lits), _decode_pattern(lits[k]))  # type: ignore[index]
+    if not holed:
+        return False, ast.Like(build_expr, pattern)
+    return True, lambda lits: ast.Like(build_expr(lits), pattern)
+
+
+def _record_template(node: ast.RecordLit) -> tuple[bool, Any]:
+    holed, build = _seq_template(node.entries, tuple)
+    if not holed:
+        return False, ast.RecordLit(build)
+
+    def make(lits: list[str]) -> ast.RecordLit:
+        entries = build(lits)
+        if len({k for k, _ in entries}) != len(entries):
+            raise _Fallback  # duplicate keys: the full parser reports them
+        return ast.RecordLit(entries)
+
+    return True, make
+
+
+def _policy_template(policy: Policy) -> Builder:
+    """``build(lits, id, span) -> Policy`` for a parsed canonical policy."""
+    values, holes = _field_parts(policy)
+    # INVARIANT: fields(Policy) starts with `id`, which is assigned per instance.
+    def build(lits: list[str], policy_id: str, span: Span) -> Policy:  # type: ignore[misc]
+        args = values.copy()
+        for i, b in holes:
+            args[i] = b(lits)
+        args[0] = policy_id
+        return Policy(*args, span=span)
+
+    return build  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+_lock = threading.Lock()
+_templates: dict[tuple[str, bool], Builder | None] = {}
+_MAX_TEMPLATES = 20000
+
+
+def _template_for(shape: str, strict: bool) -> Builder | None:
+    key = (shape, strict)
+    found = _templates.get(key, _templates)
+    if found is not _templates:
+        return found  # type: ignore[return-value]
+    try:
+        parsed = parse_policies(_canonical(shape), strict=strict)
+    except ParseError:
+        builder = None
+    else:
+        if len(parsed) != 1:
+            builder = None
+        else:
+            builder = _policy_template(parsed[0])
+    with _lock:
+        if len(_templates) >= _MAX_TEMPLATES:
+            _templates.clear()
+        _templates[key] = builder
+    return builder
+
+
+def parse_fast(text: str, source: str | None = None, *, strict: bool = False) -> list[Policy]:
+    """Same result as :func:`cedarlite.parser.parse_policies` (spans aside), faster on large
+    generated sets. Errors always come from the full parser, with their exact positions."""
+    chunks = _split(text) if isinstance(text, str) else None
+    if chunks is None or len(chunks) < MIN_POLICIES:
+        return parse_policies(text, source, strict=strict)
+    out: list[Policy] = []
+    line, line_pos = 1, 0
+    try:
+        for i, (start, end, shape, lits) in enumerate(chunks):
+            builder = _template_for(shape, strict)
+            if builder is None:
+                raise _Fallback
+            first = _LEADING.match(text, start).end()  # type: ignore[union-attr]
+            line += text.count("\n", line_pos, first)
+            line_pos = first
+            column = first - (text.rfind("\n", 0, first) + 1) + 1
+            out.append(builder(lits, f"policy{i}", Span(first, end, line, column)))  # type: ignore[call-arg]
+    except _Fallback:
+        return parse_policies(text, source, strict=strict)
+    return out
