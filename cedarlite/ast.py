@@ -37,6 +37,11 @@ def is_valid_type_name(name: str) -> bool:
     return all(is_valid_ident(seg) and "__cedar" not in seg for seg in name.split("::"))
 
 
+def is_action_type(type_name: str) -> bool:
+    """``Action`` or ``NS::Action``: the entity types of actions and action groups."""
+    return type_name == "Action" or type_name.endswith("::Action")
+
+
 class Effect(Enum):
     """What a satisfied policy does."""
 

@@ -194,19 +194,22 @@ def is_authorized(
     entities: Entities | list[Any] | str | None = None,
     *,
     schema: Schema | None = None,
+    validate: bool = True,
     engine: str = "compiled",
 ) -> Response:
     """Decide a request against a policy set and an entity store.
 
     ``policies`` may be a :class:`~cedarlite.PolicySet` or Cedar text; ``entities`` an
     :class:`~cedarlite.Entities`, entity JSON (text or list) or ``None`` (no entities).
+    With a ``schema``, entity JSON and the context are read by their declared types and, when
+    ``validate``, the request is checked against the action's ``appliesTo``.
     ``engine="reference"`` uses the interpreter instead of the compiled decision index (the
     two always agree; the reference exists to check that).
     Bad input raises a :class:`~cedarlite.CedarliteError`; evaluation errors never do (they
     are reported in :attr:`Response.errors`).
     """
     ps, ents = coerce_inputs(policies, entities, schema)
-    req = make_request(request, schema=schema)
+    req = make_request(request, schema=schema, validate=validate)
     if engine == "reference":
         return evaluate_policies(ps.active, req, ents)
     if engine == "compiled":

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .ast import is_valid_type_name
+from .ast import is_action_type, is_valid_type_name
 from .errors import EntitiesError, EvaluationError
 from .ext import from_extn_json
 from .values import (
@@ -108,11 +108,14 @@ class Entities(Mapping[EntityUID, Entity]):
             items = []
         if not isinstance(items, list):
             raise EntitiesError("entities must be a JSON array of entity objects", source=source)
-        entities = [_entity_from_json(item, f"[{i}]", source) for i, item in enumerate(items)]
+        entities = [
+            _entity_from_json(item, f"[{i}]", source, schema) for i, item in enumerate(items)
+        ]
         if schema is not None:
-            from .schema.conform import conform_entities
+            from .schema.conform import action_entities
 
-            entities = conform_entities(entities, items, schema, source)
+            declared = {e.uid for e in entities}
+            entities += [e for e in action_entities(schema) if e.uid not in declared]
         try:
             return cls(entities)
         except EntitiesError as err:
@@ -366,7 +369,10 @@ def _record_from_json(obj: Any, where: str) -> Record:
     return Record({k: value_from_json(v, f"{where}.{k}") for k, v in obj.items()})
 
 
-def _entity_from_json(item: Any, where: str, source: str | None) -> Entity:
+def _entity_from_json(
+    item: Any, where: str, source: str | None, schema: Schema | None = None
+) -> Entity:
+    """One entity from its JSON object; with a schema, values are read by their types."""
     try:
         if not isinstance(item, dict):
             raise JSONValueError(f"entity{where}: expected an entity object, got `{_preview(item)}`")
@@ -375,7 +381,6 @@ def _entity_from_json(item: Any, where: str, source: str | None) -> Entity:
                 raise JSONValueError(f"entity{where}: missing field `{key}`")
         uid = uid_from_json(item["uid"], f"entity{where}.uid", JSONValueError)
         label = f"`{uid}`"
-        attrs = _record_from_json(item["attrs"], f"{label}.attrs")
         parents_json = item["parents"]
         if not isinstance(parents_json, list):
             raise JSONValueError(f"{label}.parents: expected a JSON array")
@@ -383,6 +388,16 @@ def _entity_from_json(item: Any, where: str, source: str | None) -> Entity:
             uid_from_json(p, f"{label}.parents[{i}]", JSONValueError)
             for i, p in enumerate(parents_json)
         )
+        if is_action_type(uid.type):
+            # Rust's entity JSON parser: actions may only be members of action groups.
+            for p in sorted(parents):
+                if not is_action_type(p.type):
+                    raise JSONValueError(f"action {label} has a non-action parent `{p}`")
+        if schema is not None:
+            from .schema.conform import conform_entity
+
+            return conform_entity(uid, item, parents, schema)
+        attrs = _record_from_json(item["attrs"], f"{label}.attrs")
         tags = _record_from_json(item["tags"], f"{label}.tags") if item.get("tags") else EMPTY_RECORD
     except EntitiesError as err:
         err.source = source

@@ -26,6 +26,7 @@ from . import ast
 from .ast import (
     RESERVED,
     WILDCARD,
+    is_action_type,
     is_valid_type_name,
     BinOp,
     Condition,
@@ -254,10 +255,6 @@ def _check_type_name(path: _Path) -> str:
     return path.name
 
 
-def _is_action_type(type_name: str) -> bool:
-    return type_name == "Action" or type_name.endswith("::Action")
-
-
 # ---------------------------------------------------------------------------------------------
 # The embedded transformer: one method per grammar rule (or alias).
 
@@ -370,7 +367,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     @staticmethod
     def _check_action_uid(lit: ast.Lit) -> None:
         uid: EntityUID = lit.value  # type: ignore[assignment]
-        if not _is_action_type(uid.type):
+        if not is_action_type(uid.type):
             _fail(f"expected an entity uid with type `Action` but got `{uid}`", lit.span)
 
     def action_list(self, c: list[Any]) -> _ActionList:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -23,18 +24,54 @@ class PolicySet:
     sets.
     """
 
-    __slots__ = ("__weakref__", "_by_id", "_cache", "_policies", "source")
+    __slots__ = ("__weakref__", "_cache", "_loaded", "_lock", "_pending", "source")
 
     def __init__(self, policies: Iterable[Policy] = (), *, source: str | None = None) -> None:
-        self._policies: tuple[Policy, ...] = tuple(policies)
-        by_id: dict[str, Policy] = {}
-        for p in self._policies:
-            if p.id in by_id:
-                raise PolicySetError(f"duplicate policy id `{p.id}`", span=p.span, source=source)
-            by_id[p.id] = p
-        self._by_id: Mapping[str, Policy] = MappingProxyType(by_id)
         self.source = source
         self._cache: dict[str, Any] = {}
+        self._pending: tuple[str, bool] | None = None
+        self._lock = threading.Lock()
+        self._loaded = self._index(tuple(policies))
+
+    def _index(
+        self, policies: tuple[Policy, ...]
+    ) -> tuple[tuple[Policy, ...], Mapping[str, Policy]]:
+        by_id: dict[str, Policy] = {}
+        for p in policies:
+            if p.id in by_id:
+                raise PolicySetError(
+                    f"duplicate policy id `{p.id}`", span=p.span, source=self.source
+                )
+            by_id[p.id] = p
+        return policies, MappingProxyType(by_id)
+
+    @classmethod
+    def _deferred(cls, text: str, source: str | None, strict: bool) -> PolicySet:
+        """A set whose policies are parsed from ``text`` on first access (used with a cached
+        compiled form, which decides requests without the policies' syntax trees)."""
+        ps = cls(source=source)
+        ps._pending = (text, strict)
+        ps._cache["text"] = text
+        return ps
+
+    @property
+    def _policies(self) -> tuple[Policy, ...]:
+        return self._materialized()[0]
+
+    @property
+    def _by_id(self) -> Mapping[str, Policy]:
+        return self._materialized()[1]
+
+    def _materialized(self) -> tuple[tuple[Policy, ...], Mapping[str, Policy]]:
+        if self._pending is not None:
+            with self._lock:
+                if self._pending is not None:
+                    from ._shapes import parse_fast
+
+                    text, strict = self._pending
+                    self._loaded = self._index(tuple(parse_fast(text, self.source, strict=strict)))
+                    self._pending = None
+        return self._loaded
 
     # -- construction -----------------------------------------------------------------------
 
@@ -52,15 +89,31 @@ class PolicySet:
         return ps
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], *, strict: bool = False) -> PolicySet:
-        """Parse a ``.cedar`` file (errors name the file)."""
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        strict: bool = False,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> PolicySet:
+        """Parse a ``.cedar`` file (errors name the file).
+
+        With ``cache_dir``, the compiled form is stored there, keyed by the file's content, and
+        reused by later loads of the same text in any process (the policies themselves are then
+        parsed only if something asks for them). The cache holds pickles: keep ``cache_dir`` as
+        private as your code, like ``__pycache__``.
+        """
         name = os.fspath(path)
         try:
             with open(name, encoding="utf-8") as f:
                 text = f.read()
         except (OSError, UnicodeDecodeError) as err:
             raise PolicySetError(f"cannot read policy file: {err}", source=name) from None
-        return cls.from_str(text, name, strict=strict)
+        if cache_dir is None:
+            return cls.from_str(text, name, strict=strict)
+        from .compiler.cache import load_cached
+
+        return load_cached(text, name, strict, os.fspath(cache_dir))
 
     # -- access --------------------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ identical to the reference interpreter's — decision, reasons and errors — wh
 checks on random policy sets.
 
 The compiled form is built once per :class:`~cedarlite.PolicySet` (immutable) and cached on it;
-it does not depend on the entity store, which is consulted per request for ancestors.
+it does not depend on the entity store, which is consulted per request for ancestors. It holds
+no AST, only ids, masks and condition sources, so it pickles compactly: see :mod:`.cache` for
+reusing it across processes.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from cachetools import LRUCache
 
 from ..ast import Effect, Policy
-from ..authorizer import Decision, PolicyError, Response, decide, make_request
+from ..authorizer import Decision, PolicyError, Response, make_request
 from ..entities import Entities
 from ..errors import EvaluationError
 from ..evaluator import Request
-from .codegen import CondFn, compile_condition
+from .codegen import CondFn, build_condition, condition_source
 from .index import VarIndex, iter_bits, make_mask
 
 if TYPE_CHECKING:
@@ -35,6 +37,9 @@ _DENY = Response(Decision.DENY)
 DECISION_CACHE_SIZE = 4096
 """Entries of each compiled policy set's decision cache (LRU)."""
 
+FORMAT_VERSION = 1
+"""Version of the pickled state; bumped whenever the compiled representation changes."""
+
 
 class CompiledPolicySet:
     """The decision index of one policy set. Thread-safe; build it with :func:`compiled`."""
@@ -45,35 +50,59 @@ class CompiledPolicySet:
         "action",
         "conditions",
         "forbid_mask",
-        "permit_mask",
-        "policies",
+        "ids",
         "principal",
         "resource",
+        "sources",
         "unconditional_mask",
     )
 
-    def __init__(self, policies: Sequence[Policy], *, cache_size: int = DECISION_CACHE_SIZE) -> None:
-        self.policies: tuple[Policy, ...] = tuple(policies)
-        self.principal = VarIndex(self.policies, "principal")
-        self.action = VarIndex(self.policies, "action")
-        self.resource = VarIndex(self.policies, "resource")
+    def __init__(self, policies: Sequence[Policy]) -> None:
+        """Index ``policies`` (static or linked; templates must be left out)."""
+        state = {
+            "ids": tuple(p.id for p in policies),
+            "principal": VarIndex(policies, "principal"),
+            "action": VarIndex(policies, "action"),
+            "resource": VarIndex(policies, "resource"),
+            "forbid_mask": make_mask(
+                (i for i, p in enumerate(policies) if p.effect is Effect.FORBID), len(policies)
+            ),
+            "sources": tuple(condition_source(p) for p in policies),
+        }
+        self.__setstate__(state)
+
+    # -- pickling: the state is plain data; condition functions are rebuilt from source ------
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "version": FORMAT_VERSION,
+            "ids": self.ids,
+            "principal": self.principal,
+            "action": self.action,
+            "resource": self.resource,
+            "forbid_mask": self.forbid_mask,
+            "sources": self.sources,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if state.get("version", FORMAT_VERSION) != FORMAT_VERSION:
+            raise ValueError("compiled policy set from another cedarlite version")
+        self.ids: tuple[str, ...] = state["ids"]
+        self.principal: VarIndex = state["principal"]
+        self.action: VarIndex = state["action"]
+        self.resource: VarIndex = state["resource"]
+        self.forbid_mask: int = state["forbid_mask"]
+        self.sources = state["sources"]
         self.conditions: tuple[CondFn | None, ...] = tuple(
-            compile_condition(p) for p in self.policies
-        )
-        size = len(self.policies)
-        self.permit_mask = make_mask(
-            (i for i, p in enumerate(self.policies) if p.effect is Effect.PERMIT), size
-        )
-        self.forbid_mask = make_mask(
-            (i for i, p in enumerate(self.policies) if p.effect is Effect.FORBID), size
+            build_condition(src) for src in self.sources
         )
         self.unconditional_mask = make_mask(
-            (i for i, c in enumerate(self.conditions) if c is None), size
+            (i for i, c in enumerate(self.conditions) if c is None), len(self.ids)
         )
-        self._cache: LRUCache[Any, Response] | None = (
-            LRUCache(maxsize=cache_size) if cache_size else None
-        )
+        self._cache: LRUCache[Any, Response] = LRUCache(maxsize=DECISION_CACHE_SIZE)
         self._lock = threading.Lock()
+
+    # -- deciding ------------------------------------------------------------------------------
 
     def candidates(self, request: Request, entities: Entities) -> int:
         """The bitset of policies whose scope holds for ``request``."""
@@ -90,45 +119,54 @@ class CompiledPolicySet:
         ent = get(r)
         return mask & self.resource.mask(r, ent.ancestors if ent is not None else _NO_ANCESTORS)
 
-    def authorize(self, request: Request, entities: Entities) -> Response:
-        """Deny-overrides over the applicable policies (same answer as the reference)."""
-        cache = self._cache
-        if cache is not None:
-            key = (entities.serial, request)
-            with self._lock:
-                hit = cache.get(key)
-            if hit is not None:
-                return hit
+    def authorize(self, request: Request, entities: Entities, *, cache: bool = True) -> Response:
+        """Deny-overrides over the applicable policies (same answer as the reference).
+
+        Answers are cached per (entity store, request); both are immutable, so a cached answer
+        is never stale.
+        """
+        if not cache:
+            return self._authorize(request, entities)
+        key = (entities.serial, request)
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
         response = self._authorize(request, entities)
-        if cache is not None:
-            with self._lock:
-                cache[key] = response
+        with self._lock:
+            self._cache[key] = response
         return response
 
     def _authorize(self, request: Request, entities: Entities) -> Response:
         mask = self.candidates(request, entities)
         if not mask:
             return _DENY
-        policies, conditions = self.policies, self.conditions
-        # Fast path: every candidate is unconditional, so no evaluation is needed.
-        if mask & self.unconditional_mask == mask:
-            return decide(policies[i] for i in iter_bits(mask))
-        satisfied: list[Policy] = []
+        satisfied = mask & self.unconditional_mask
         errors: list[PolicyError] = []
-        P, A, R, C = request.principal, request.action, request.resource, request.context
-        for i in iter_bits(mask):
-            cond = conditions[i]
-            if cond is None:
-                satisfied.append(policies[i])
-                continue
-            try:
-                if cond(P, A, R, C, entities):
-                    satisfied.append(policies[i])
-            except EvaluationError as err:
-                errors.append(PolicyError(policies[i].id, err.message))
-            except RecursionError:
-                errors.append(PolicyError(policies[i].id, "expression is nested too deeply to evaluate"))
-        return decide(satisfied, errors)
+        rest = mask ^ satisfied
+        if rest:
+            conditions, ids = self.conditions, self.ids
+            P, A, R, C = request.principal, request.action, request.resource, request.context
+            for i in iter_bits(rest):
+                try:
+                    if conditions[i](P, A, R, C, entities):  # type: ignore[misc]
+                        satisfied |= 1 << i
+                except EvaluationError as err:
+                    errors.append(PolicyError(ids[i], err.message))
+                except RecursionError:
+                    errors.append(
+                        PolicyError(ids[i], "expression is nested too deeply to evaluate")
+                    )
+        forbids = satisfied & self.forbid_mask
+        if forbids:
+            return Response(Decision.DENY, self._ids(forbids), tuple(errors))
+        if satisfied:
+            return Response(Decision.ALLOW, self._ids(satisfied), tuple(errors))
+        return Response(Decision.DENY, (), tuple(errors)) if errors else _DENY
+
+    def _ids(self, mask: int) -> tuple[str, ...]:
+        ids = self.ids
+        return tuple(ids[i] for i in iter_bits(mask))
 
 
 def compiled(policies: PolicySet) -> CompiledPolicySet:
@@ -147,7 +185,7 @@ def is_authorized_batch(
     *,
     schema: Schema | None = None,
 ) -> list[Response]:
-    """Decide many requests against one policy set and entity store (parsed once)."""
+    """Decide many requests against one policy set and entity store (each parsed once)."""
     from ..authorizer import coerce_inputs
 
     ps, ents = coerce_inputs(policies, entities, schema)

@@ -16,6 +16,7 @@ literals share one compiled code object (cached by source text).
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -89,6 +90,9 @@ _GLOBALS: dict[str, Any] = {
     "_LO": I64_MIN,
     "_HI": I64_MAX,
     **{f"_m_{name}": fn for name, fn in ops.PURE_METHODS.items()},
+    # Extension functions by name, so that constants stay plain (picklable) values.
+    **{f"_x_{f.name}": f.impl for f in (*FUNCTIONS.values(), *METHODS.values())},
+    **{f"_X_{f.name}": f for f in (*FUNCTIONS.values(), *METHODS.values())},
 }
 
 _BOOL_METHODS = frozenset(
@@ -340,9 +344,9 @@ class _Gen:
 
     def _ext(self, func: Any, codes: list[str]) -> str:
         if len(codes) == func.arity:
-            return f"{self.const(func.impl)}({', '.join(codes)})"
+            return f"_x_{func.name}({', '.join(codes)})"
         # Wrong arity is an evaluation error, raised after the arguments are evaluated.
-        return f"{self.const(func)}.call({_tuple(codes)})"
+        return f"_X_{func.name}.call({_tuple(codes)})"
 
 
 def _tuple(codes: list[str]) -> str:
@@ -380,7 +384,8 @@ def condition_source(policy: Policy) -> tuple[str, tuple[Any, ...]] | None:
     for cond in policy.conditions:
         code = gen.bool_(cond.body)
         parts.append(code if cond.kind is ConditionKind.WHEN else f"(not {code})")
-    return " and ".join(parts), tuple(gen.consts)
+    # Interned: policies of one shape share one body (one compile, one pickled copy).
+    return sys.intern(" and ".join(parts)), tuple(gen.consts)
 
 
 @lru_cache(maxsize=8192)
@@ -391,14 +396,13 @@ def _make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
     return namespace["_factory"]  # type: ignore[no-any-return]
 
 
-def compile_condition(policy: Policy) -> CondFn | None:
-    """A function deciding ``policy``'s conditions (None when it has none).
+def build_condition(source: tuple[str, tuple[Any, ...]] | None) -> CondFn | None:
+    """The function for a :func:`condition_source` result (None when there is no condition).
 
     The function returns a bool or raises :class:`EvaluationError`, exactly like evaluating the
     conditions with :class:`~cedarlite.evaluator.Evaluator`.
     """
-    src = condition_source(policy)
-    if src is None:
+    if source is None:
         return None
-    body, consts = src
+    body, consts = source
     return _make_factory(body)(consts)

@@ -25,6 +25,13 @@ def make_mask(indices: Iterable[int], size: int) -> int:
     return int.from_bytes(buf, "little")
 
 
+def compact(mask: int) -> tuple[int, int]:
+    """``(shift, mask >> shift)`` with ``shift`` the lowest set bit: a one-policy key then costs
+    a few bytes instead of ``n/8`` (stored masks would otherwise grow with the whole set)."""
+    shift = (mask & -mask).bit_length() - 1 if mask else 0
+    return shift, mask >> shift
+
+
 def iter_bits(mask: int) -> list[int]:
     """The indices of the set bits of ``mask``, ascending."""
     out = []
@@ -36,7 +43,7 @@ def iter_bits(mask: int) -> list[int]:
 
 
 class VarIndex:
-    """The masks for one scope variable."""
+    """The masks for one scope variable (keyed masks stored :func:`compact`)."""
 
     __slots__ = ("any", "eq", "in_", "is_", "is_in")
 
@@ -67,37 +74,37 @@ class VarIndex:
                 case ScopeOp.IS_IN:
                     is_in[(scope.entity_type, entity)].append(i)  # type: ignore[index]
         self.any = make_mask(any_, size)
-        self.eq = {k: make_mask(v, size) for k, v in eq.items()}
-        self.in_ = {k: make_mask(v, size) for k, v in in_.items()}
-        self.is_ = {k: make_mask(v, size) for k, v in is_.items()}
-        self.is_in = {k: make_mask(v, size) for k, v in is_in.items()}
+        self.eq = {k: compact(make_mask(v, size)) for k, v in eq.items()}
+        self.in_ = {k: compact(make_mask(v, size)) for k, v in in_.items()}
+        self.is_ = {k: compact(make_mask(v, size)) for k, v in is_.items()}
+        self.is_in = {k: compact(make_mask(v, size)) for k, v in is_in.items()}
 
     def mask(self, uid: EntityUID, ancestors: frozenset[EntityUID]) -> int:
         """The policies whose constraint on this variable holds for ``uid``."""
         m = self.any
-        eq = self.eq.get(uid)
-        if eq:
-            m |= eq
+        hit = self.eq.get(uid)
+        if hit:
+            m |= hit[1] << hit[0]
         in_ = self.in_
         if in_:
             hit = in_.get(uid)
             if hit:
-                m |= hit
+                m |= hit[1] << hit[0]
             for anc in ancestors:
                 hit = in_.get(anc)
                 if hit:
-                    m |= hit
+                    m |= hit[1] << hit[0]
         if self.is_:
             hit = self.is_.get(uid.type)
             if hit:
-                m |= hit
+                m |= hit[1] << hit[0]
         if self.is_in:
-            t = uid.type
-            hit = self.is_in.get((t, uid))
+            is_in, t = self.is_in, uid.type
+            hit = is_in.get((t, uid))
             if hit:
-                m |= hit
+                m |= hit[1] << hit[0]
             for anc in ancestors:
-                hit = self.is_in.get((t, anc))
+                hit = is_in.get((t, anc))
                 if hit:
-                    m |= hit
+                    m |= hit[1] << hit[0]
         return m

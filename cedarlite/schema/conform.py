@@ -1,0 +1,260 @@
+"""Schema-based parsing: entity JSON and request contexts read by their declared types.
+
+With a schema, a JSON value is interpreted by the type its attribute is declared with: a bare
+``{"type", "id"}`` object is an entity reference where an entity is expected, and a plain
+string (or a bare ``{"fn", "arg"}``) is an extension value where ``ipaddr``, ``decimal``,
+``datetime`` or ``duration`` is expected. Entities are checked against their declarations
+(declared type, attributes, parents' types, enum ids, tags), the schema's action entities are
+added to the store, and requests are checked against the action's ``appliesTo``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..entities import Entity, JSONValueError, uid_from_json, value_from_json
+from ..errors import EntitiesError, EvaluationError, RequestError
+from ..evaluator import Request
+from ..ext import CONSTRUCTORS, from_extn_json
+from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
+from .model import Schema, did_you_mean
+from .types import (
+    BoolType,
+    CedarType,
+    EntityType,
+    ExtensionType,
+    LongType,
+    RecordType,
+    SetType,
+    StringType,
+)
+
+
+class ConformError(Exception):
+    """A value or entity that does not conform to the schema (wrapped by the caller)."""
+
+    def __init__(self, message: str, help: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.help = help
+
+
+def _type_name(obj: Any) -> str:
+    cls = obj.__class__
+    return {bool: "a boolean", int: "an integer", str: "a string", list: "an array",
+            dict: "an object", float: "a number"}.get(cls, "`null`" if obj is None else cls.__name__)
+
+
+def _mismatch(where: str, expected: CedarType, obj: Any) -> ConformError:
+    return ConformError(f"{where}: expected a value of type `{expected}`, got {_type_name(obj)}")
+
+
+def check_enum(uid: EntityUID, schema: Schema, where: str) -> None:
+    """An entity of an enumerated type must have one of the declared ids."""
+    definition = schema.entity_types.get(uid.type)
+    if definition is not None and definition.enum is not None and uid.id not in definition.enum:
+        choices = ", ".join(f"`{e}`" for e in definition.enum)
+        raise ConformError(
+            f"{where}: `{uid}` is not a valid `{uid.type}`; the enumerated ids are {choices}"
+        )
+
+
+def decode(obj: Any, t: CedarType, where: str, schema: Schema) -> Any:  # noqa: C901
+    """The Cedar value of JSON ``obj`` read as type ``t``; raises :class:`ConformError`."""
+    match t:
+        case BoolType():
+            if obj.__class__ is not bool:
+                raise _mismatch(where, t, obj)
+            return obj
+        case LongType():
+            if obj.__class__ is not int:
+                raise _mismatch(where, t, obj)
+            if not I64_MIN <= obj <= I64_MAX:
+                raise ConformError(f"{where}: integer `{obj}` does not fit in 64 bits")
+            return obj
+        case StringType():
+            if obj.__class__ is not str:
+                raise _mismatch(where, t, obj)
+            return obj
+        case EntityType(name=name):
+            try:
+                uid = uid_from_json(obj, where, JSONValueError)
+            except JSONValueError:
+                raise _mismatch(where, t, obj) from None
+            if uid.type != name:
+                raise ConformError(f"{where}: expected an entity of type `{name}`, got `{uid}`")
+            check_enum(uid, schema, where)
+            return uid
+        case SetType(element=element):
+            if obj.__class__ is not list:
+                raise _mismatch(where, t, obj)
+            return CedarSet(decode(x, element, f"{where}[{i}]", schema) for i, x in enumerate(obj))
+        case RecordType():
+            return decode_record(obj, t, where, schema)
+        case ExtensionType(name=name):
+            return _decode_extension(obj, name, where)
+    raise ConformError(f"{where}: unsupported schema type `{t}`")  # pragma: no cover
+
+
+def decode_record(obj: Any, t: RecordType, where: str, schema: Schema) -> Record:
+    """A record read attribute by attribute; undeclared or missing attributes are errors."""
+    if obj.__class__ is not dict:
+        if isinstance(obj, Mapping):
+            obj = dict(obj)
+        else:
+            raise _mismatch(where, t, obj)
+    attrs = t.attributes
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        attr = attrs.get(key)
+        if attr is None:
+            if not t.open:
+                raise ConformError(
+                    f"{where}: attribute `{key}` is not declared in the schema",
+                    help=did_you_mean(key, attrs),
+                )
+            try:
+                out[key] = value_from_json(value, f"{where}.{key}")
+            except JSONValueError as err:
+                raise ConformError(err.message) from None
+            continue
+        out[key] = decode(value, attr.type, f"{where}.{key}", schema)
+    for key, attr in attrs.items():
+        if attr.required and key not in out:
+            raise ConformError(f"{where}: required attribute `{key}` is missing")
+    return Record(out)
+
+
+def _decode_extension(obj: Any, name: str, where: str) -> Any:
+    try:
+        if obj.__class__ is str:
+            value = CONSTRUCTORS[name].call([obj])
+        elif obj.__class__ is dict and set(obj) == {"__extn"}:
+            value = value_from_json(obj, where)
+        elif obj.__class__ is dict and "fn" in obj and ("arg" in obj or "args" in obj):
+            value = value_from_json({"__extn": obj}, where)
+        else:
+            raise ConformError(
+                f"{where}: expected a value of type `{name}`, got {_type_name(obj)}"
+            )
+    except EvaluationError as err:
+        raise ConformError(f"{where}: {err.message}") from None
+    except JSONValueError as err:
+        raise ConformError(err.message) from None
+    if getattr(value, "cedar_type", None) != name:
+        raise ConformError(f"{where}: expected a value of type `{name}`")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Entities
+
+
+def action_entities(schema: Schema) -> list[Entity]:
+    """The schema's actions as entities, parents being their action groups."""
+    return [Entity(uid, EMPTY_RECORD, frozenset(a.member_of)) for uid, a in schema.actions.items()]
+
+
+def conform_entity(
+    uid: EntityUID, item: Mapping[str, Any], parents: frozenset[EntityUID], schema: Schema
+) -> Entity:
+    """The entity of JSON ``item`` read by its declaration (raises :class:`EntitiesError`)."""
+    try:
+        return _conform_entity(uid, item, parents, schema)
+    except ConformError as err:
+        raise EntitiesError(err.message, help=err.help) from None
+
+
+def _conform_entity(
+    uid: EntityUID, item: Mapping[str, Any], parents: frozenset[EntityUID], schema: Schema
+) -> Entity:
+    label = f"`{uid}`"
+    if uid.type in schema.action_entity_types:
+        action = schema.actions.get(uid)
+        if action is None:
+            raise ConformError(
+                f"action {label} is not declared in the schema",
+                help=did_you_mean(uid.id, [a.id for a in schema.actions if a.type == uid.type]),
+            )
+        # The JSON may list direct parents or the whole closure; the hierarchies must agree.
+        closure = set(parents)
+        for parent in parents:
+            closure |= schema.action_ancestors(parent)
+        if closure != schema.action_ancestors(uid) or item.get("attrs") or item.get("tags"):
+            raise ConformError(f"definition of action {label} does not match its schema declaration")
+        return Entity(uid, EMPTY_RECORD, frozenset(action.member_of))
+    definition = schema.entity_types.get(uid.type)
+    if definition is None:
+        raise ConformError(
+            f"entity {label} has type `{uid.type}`, which is not declared in the schema",
+            help=did_you_mean(uid.type, schema.entity_types),
+        )
+    check_enum(uid, schema, label)
+    attrs = decode_record(item.get("attrs"), definition.shape, f"{label}.attrs", schema)
+    for parent in parents:
+        where = f"{label}.parents"
+        if parent.type not in definition.member_of_types:
+            allowed = ", ".join(f"`{t}`" for t in sorted(definition.member_of_types)) or "none"
+            raise ConformError(
+                f"{where}: `{uid.type}` entities cannot be members of `{parent.type}` "
+                f"entities (allowed parent types: {allowed})"
+            )
+        check_enum(parent, schema, where)
+    tags_json = item.get("tags")
+    tags = EMPTY_RECORD
+    if tags_json:
+        if definition.tags is None:
+            raise ConformError(f"{label}.tags: entities of type `{uid.type}` have no tags")
+        if not isinstance(tags_json, dict):
+            raise ConformError(f"{label}.tags: expected a JSON object")
+        tags = Record(
+            {k: decode(v, definition.tags, f"{label}.tags.{k}", schema) for k, v in tags_json.items()}
+        )
+    return Entity(uid, attrs, parents, tags)
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+
+
+def conform_request(
+    req: Request, context_json: Any, schema: Schema, *, validate: bool = True
+) -> Request:
+    """Read the context by the action's context type and, if ``validate``, check ``appliesTo``."""
+    action = schema.actions.get(req.action)
+    try:
+        if validate:
+            _validate_request(req, schema)
+        if context_json is None:
+            return req
+        if action is not None and action.applies_to is not None:
+            context = decode_record(context_json, action.applies_to.context, "context", schema)
+        else:
+            context = value_from_json(dict(context_json), "context")
+    except ConformError as err:
+        raise RequestError(f"request {err.message}", help=err.help) from None
+    except JSONValueError as err:
+        raise RequestError(f"request {err.message}") from None
+    return req._replace(context=context)
+
+
+def _validate_request(req: Request, schema: Schema) -> None:
+    action = schema.actions.get(req.action)
+    if action is None:
+        raise ConformError(
+            f"action `{req.action}` is not declared in the schema",
+            help=did_you_mean(req.action.id, [a.id for a in schema.actions]),
+        )
+    applies = action.applies_to
+    for var, uid, allowed in (
+        ("principal", req.principal, applies.principal_types if applies else ()),
+        ("resource", req.resource, applies.resource_types if applies else ()),
+    ):
+        if uid.type not in allowed:
+            names = ", ".join(f"`{t}`" for t in allowed) or "no type"
+            raise ConformError(
+                f"{var} type `{uid.type}` is not valid for action `{req.action}` "
+                f"(it applies to {names})"
+            )
+        check_enum(uid, schema, var)
