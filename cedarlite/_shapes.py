@@ -25,8 +25,8 @@ from typing import Any
 from . import ast
 from .ast import WILDCARD, Policy
 from .errors import ParseError
-from .parser import BadEscape, decode_literal, parse_policies
-from .source import Span
+from .parser import parse_policies
+from .source import BadEscape, Span, decode_literal
 from .values import I64_MAX, EntityUID
 
 MIN_POLICIES = 32
@@ -132,7 +132,7 @@ def _decode_str(raw: str) -> str:
 
 def _decode_pattern(raw: str) -> tuple[Any, ...]:
     try:
-        return tuple(decode_literal(raw[1:-1], pattern=True))
+        return tuple(decode_literal(raw[1:-1], WILDCARD))
     except BadEscape:
         raise _Fallback from None
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from lark import Lark, Token, Transformer
+from lark.lark import PostLex
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
 from . import ast
@@ -43,7 +44,7 @@ from .ast import (
 from .errors import ParseError
 from .ext import FUNCTIONS as EXT_FUNCTIONS
 from .ext import METHODS as EXT_METHODS
-from .source import Span
+from .source import BadEscape, Span, decode_literal
 from .values import I64_MAX, EntityUID
 
 BUILTIN_METHODS: dict[str, int] = {
@@ -145,90 +146,17 @@ def _span(first: Any, last: Any) -> Span | None:
 # String literals
 
 
-_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "0": "\0", "'": "'", '"': '"'}
-
-
-class BadEscape(ValueError):
-    """An invalid escape at ``raw[start:end]`` of a string literal's body."""
-
-    def __init__(self, start: int, end: int) -> None:
-        super().__init__(start, end)
-        self.start, self.end = start, end
-
-
-def decode_literal(raw: str, pattern: bool = False) -> list[str | ast._Wildcard]:
-    """Decode the body of a string literal (Rust escape rules; raises :class:`BadEscape`).
-
-    With ``pattern`` (a ``like`` right-hand side), an unescaped ``*`` is a wildcard element and
-    ``\\*`` a literal star; the result alternates literal strings and :data:`WILDCARD`.
-    """
-    if "\\" not in raw and not (pattern and "*" in raw):
-        return [raw] if raw else []
-    out: list[str | ast._Wildcard] = []
-    buf: list[str] = []
-    i, n = 0, len(raw)
-    while i < n:
-        ch = raw[i]
-        if ch == "*" and pattern:
-            if buf:
-                out.append("".join(buf))
-                buf = []
-            out.append(WILDCARD)
-            i += 1
-            continue
-        if ch != "\\":
-            buf.append(ch)
-            i += 1
-            continue
-        esc, end = _escape_at(raw, i, pattern)
-        if esc is None:
-            raise BadEscape(i, end)
-        buf.append(esc)
-        i = end
-    if buf:
-        out.append("".join(buf))
-    return out
-
-
 def _unescape(tok: Token, pattern: bool = False) -> list[str | ast._Wildcard]:
     """Decode a string token, failing with the span of the bad escape."""
     raw = tok.value[1:-1]
     try:
-        return decode_literal(raw, pattern)
+        return decode_literal(raw, WILDCARD if pattern else None)
     except BadEscape as bad:
         start: int = tok.start_pos + 1 + bad.start  # type: ignore[operator]
         _fail(
             f"the input `{raw[bad.start:bad.end]}` is not a valid escape",
             Span.at(_state.text, start, start + (bad.end - bad.start)),
         )
-
-
-def _escape_at(raw: str, i: int, pattern: bool) -> tuple[str | None, int]:
-    """Decode the escape starting at ``raw[i] == '\\'``: (text or None if invalid, end index)."""
-    if i + 1 >= len(raw):
-        return None, i + 1
-    c = raw[i + 1]
-    if c in _SIMPLE_ESCAPES:
-        return _SIMPLE_ESCAPES[c], i + 2
-    if c == "*" and pattern:
-        return "*", i + 2
-    if c == "x":
-        digits = raw[i + 2 : i + 4]
-        if len(digits) == 2 and all(d in "0123456789abcdefABCDEF" for d in digits):
-            value = int(digits, 16)
-            return (chr(value) if value <= 0x7F else None), i + 4
-        return None, min(len(raw), i + 2 + len(digits))
-    if c == "u" and raw[i + 2 : i + 3] == "{":
-        close = raw.find("}", i + 3)
-        if close == -1:
-            return None, len(raw)
-        digits = raw[i + 3 : close]
-        if 1 <= len(digits) <= 6 and all(d in "0123456789abcdefABCDEF" for d in digits):
-            value = int(digits, 16)
-            if value <= 0x10FFFF and not 0xD800 <= value <= 0xDFFF:
-                return chr(value), close + 1
-        return None, close + 1
-    return None, i + 2
 
 
 def _string(tok: Token) -> str:
@@ -650,6 +578,21 @@ def _grammar_text(name: str) -> str:
     raise FileNotFoundError(f"cedarlite grammar `{name}` not found next to {here}")
 
 
+class _WholeWords(PostLex):
+    """Lex keywords as whole words only: ``actionin`` is one identifier, not ``action in``.
+
+    The contextual lexer only tries the terminals a parser state accepts; where ``IDENT`` is not
+    among them, a keyword such as ``action`` would match as a prefix of a longer word. Keeping
+    ``IDENT`` in every state makes the longest match win, as in Rust's lexer (the keyword is then
+    recognized by Lark's keyword-vs-identifier rule, or the word is an unexpected identifier).
+    """
+
+    always_accept = ("IDENT",)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        return stream
+
+
 _lock = threading.Lock()
 _parser: Lark | None = None
 
@@ -663,6 +606,7 @@ def _lark() -> Lark:
                     _grammar_text("cedar.lark"),
                     parser="lalr",
                     lexer="contextual",
+                    postlex=_WholeWords(),
                     transformer=_Builder(),
                     maybe_placeholders=False,
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +47,81 @@ def render_snippet(text: str, span: Span, *, width: int = 1) -> str:
     pad = " " * len(gutter)
     caret = " " * start_col + "^" * max(1, width)
     return f" {gutter} | {line}\n {pad} | {caret}"
+
+
+# ---------------------------------------------------------------------------------------------
+# String literals (policies and schemas share Rust's escape rules)
+
+
+_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "0": "\0", "'": "'", '"': '"'}
+
+
+class BadEscape(ValueError):
+    """An invalid escape at ``raw[start:end]`` of a string literal's body."""
+
+    def __init__(self, start: int, end: int) -> None:
+        super().__init__(start, end)
+        self.start, self.end = start, end
+
+
+def decode_literal(raw: str, wildcard: Any = None) -> list[Any]:
+    """Decode the body of a string literal (Rust escape rules; raises :class:`BadEscape`).
+
+    With a ``wildcard`` marker (decoding a ``like`` pattern), an unescaped ``*`` becomes that
+    marker and ``\\*`` a literal star; the result alternates literal strings and markers.
+    """
+    pattern = wildcard is not None
+    if "\\" not in raw and not (pattern and "*" in raw):
+        return [raw] if raw else []
+    out: list[Any] = []
+    buf: list[str] = []
+    i, n = 0, len(raw)
+    while i < n:
+        ch = raw[i]
+        if ch == "*" and pattern:
+            if buf:
+                out.append("".join(buf))
+                buf = []
+            out.append(wildcard)
+            i += 1
+            continue
+        if ch != "\\":
+            buf.append(ch)
+            i += 1
+            continue
+        esc, end = _escape_at(raw, i, pattern)
+        if esc is None:
+            raise BadEscape(i, end)
+        buf.append(esc)
+        i = end
+    if buf:
+        out.append("".join(buf))
+    return out
+
+
+def _escape_at(raw: str, i: int, pattern: bool) -> tuple[str | None, int]:
+    """Decode the escape starting at ``raw[i] == '\\'``: (text or None if invalid, end index)."""
+    if i + 1 >= len(raw):
+        return None, i + 1
+    c = raw[i + 1]
+    if c in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[c], i + 2
+    if c == "*" and pattern:
+        return "*", i + 2
+    if c == "x":
+        digits = raw[i + 2 : i + 4]
+        if len(digits) == 2 and all(d in "0123456789abcdefABCDEF" for d in digits):
+            value = int(digits, 16)
+            return (chr(value) if value <= 0x7F else None), i + 4
+        return None, min(len(raw), i + 2 + len(digits))
+    if c == "u" and raw[i + 2 : i + 3] == "{":
+        close = raw.find("}", i + 3)
+        if close == -1:
+            return None, len(raw)
+        digits = raw[i + 3 : close]
+        if 1 <= len(digits) <= 6 and all(d in "0123456789abcdefABCDEF" for d in digits):
+            value = int(digits, 16)
+            if value <= 0x10FFFF and not 0xD800 <= value <= 0xDFFF:
+                return chr(value), close + 1
+        return None, close + 1
+    return None, i + 2

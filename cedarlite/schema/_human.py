@@ -1,0 +1,574 @@
+"""The human-readable schema format (``.cedarschema``), both directions.
+
+:func:`parse_cedarschema` turns text into :class:`~.model.RawNamespace` declarations with
+the Lark LALR grammar ``grammar/cedarschema.lark`` (this is the only schema module that
+imports Lark, and Lark's exceptions stop here); :func:`schema_to_cedarschema` prints a
+:class:`~.model.Schema` back as text that parses to an equal schema.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple, cast
+
+from lark import Lark, Transformer
+from lark.exceptions import UnexpectedInput
+from lark.lexer import Lexer
+from lark.parsers.lalr_analysis import Shift
+
+from ..errors import SchemaError
+from ..source import BadEscape, Span, decode_literal
+from ..values import EntityUID, quote_string
+from .model import (
+    BUILTIN_TYPES,
+    ActionDef,
+    EntityTypeDef,
+    ErrorSite,
+    RawAction,
+    RawActionRef,
+    RawAppliesTo,
+    RawAttr,
+    RawCommon,
+    RawEntity,
+    RawNamespace,
+    RawRecord,
+    RawRef,
+    RawSet,
+    Schema,
+    Where,
+    namespace_of,
+)
+from ..ast import RESERVED
+from .types import annotation_text, frozen_map, type_text
+
+# ---------------------------------------------------------------------------------------------
+# The grammar and its lexer
+
+
+def _grammar_path() -> Path:
+    package = Path(__file__).resolve().parent.parent
+    for folder in (package / "grammar", package.parent / "grammar"):
+        candidate = folder / "cedarschema.lark"
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError("cedarschema.lark not found next to the cedarlite package")
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark(
+        _grammar_path().read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer=_ContextualLexer,
+        transformer=_Builder(),
+        maybe_placeholders=True,
+        cache=True,
+    )
+
+
+class _Fail(Exception):
+    """Raised while parsing, where the text is not at hand: located by the caller."""
+
+    def __init__(self, message: str, where: Where, help: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.where, self.help = message, where, help
+
+
+class _Token(str):
+    """A token: lighter than ``lark.Token``, with the attributes the parser and we read."""
+
+    __slots__ = ("column", "end_pos", "line", "start_pos", "type")
+    end_line = end_column = None  # read by lark when it builds the end-of-input token
+
+    type: str
+    start_pos: int
+    end_pos: int
+    line: int
+    column: int
+
+
+class _ContextualLexer(Lexer):
+    """One regular expression built from the grammar's terminals, matched in a single pass.
+
+    A string terminal that the identifier pattern also matches (a keyword) is produced only
+    where the parser state accepts it, and is an ``IDENT`` anywhere else: Cedar's keywords are
+    valid names wherever they cannot be keywords (Cedar's ``AnyIdent``).
+    """
+
+    __future_interface__ = 1
+
+    def __init__(self, conf: Any) -> None:
+        regexps = [t for t in conf.terminals if t.pattern.type == "re"]
+        # keyword text -> (its terminal, the identifier terminal that also matches it)
+        self.keywords: dict[str, tuple[str, str]] = {}
+        punctuation = []
+        for terminal in (t for t in conf.terminals if t.pattern.type == "str"):
+            value = terminal.pattern.value
+            owner = next((r for r in regexps if re.fullmatch(r.pattern.to_regexp(), value)), None)
+            if owner is not None:
+                self.keywords[value] = (terminal.name, owner.name)
+            else:
+                punctuation.append(terminal)
+        punctuation.sort(key=lambda t: -len(t.pattern.value))  # `::` before `:`
+        # One match per token: the ignored text before it (whitespace, comments), then one
+        # named alternative per terminal (`lastgroup` names the terminal matched).
+        skip = "|".join(r.pattern.to_regexp() for r in regexps if r.name in conf.ignore)
+        tokens = [
+            f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in regexps if t.name not in conf.ignore
+        ] + [f"(?P<{t.name}>{re.escape(t.pattern.value)})" for t in punctuation]
+        self.pattern = re.compile(f"(?:{skip})*+(?:{'|'.join(tokens)})")
+        self.skip = re.compile(f"(?:{skip})*+")
+
+    def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Any]:
+        text: str = getattr(lexer_state.text, "text", lexer_state.text)
+        states = parser_state.parse_conf.states
+        match, keywords, new = self.pattern.match, self.keywords, str.__new__
+        pos, end, line, line_start = 0, len(text), 1, 0
+        while True:
+            found = match(text, pos)
+            if found is None:  # only ignored text is left, or a character no terminal matches
+                skipped = self.skip.match(text, pos)
+                assert skipped is not None  # `(...)*+` matches the empty string
+                start, kind = skipped.end(), ""
+            else:
+                kind = found.lastgroup or ""
+                start = found.start(kind)
+            newlines = text.count("\n", pos, start)
+            if newlines:
+                line += newlines
+                line_start = text.rindex("\n", pos, start) + 1
+            if found is None:
+                if start == end:
+                    return
+                span = Span(start, start + 1, line, start - line_start + 1)
+                if text[start] == '"':
+                    raise _Fail("unterminated string literal", span)
+                raise _Fail(f"unexpected character `{text[start]}`", span)
+            pos = found.end()
+            value = text[start:pos]
+            if value in keywords:
+                keyword, identifier = keywords[value]
+                table = states[parser_state.position]
+                if keyword in table and (
+                    identifier not in table or _accepts(states, parser_state.state_stack, keyword)
+                ):
+                    kind = keyword
+            token = new(_Token, value)
+            token.type, token.start_pos, token.end_pos = kind, start, pos
+            token.line, token.column = line, start - line_start + 1
+            yield token
+            if "\n" in value:  # a string literal spanning lines
+                line += value.count("\n")
+                line_start = start + value.rindex("\n") + 1
+
+
+def _accepts(states: Any, stack: list[Any], terminal: str) -> bool:
+    """Whether the parser would shift ``terminal`` after the reductions it triggers.
+
+    An LALR state can list a terminal that only a merged, other context accepts (after `@doc`
+    both a declaration keyword and an attribute name may follow); running the reductions on a
+    copy of the state stack settles it.
+    """
+    stack = list(stack)
+    while True:
+        action = states[stack[-1]].get(terminal)
+        if action is None:
+            return False
+        kind, rule = action
+        if kind is Shift:
+            return True
+        if rule.expansion:
+            del stack[-len(rule.expansion) :]
+        stack.append(states[stack[-1]][rule.origin.name][1])
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+def parse_cedarschema(text: str, site: ErrorSite) -> list[RawNamespace]:
+    """The declarations of a ``.cedarschema`` text; syntax errors become :class:`SchemaError`."""
+    try:
+        return cast(list[RawNamespace], _parser().parse(text))
+    except _Fail as fail:
+        raise site.error(fail.message, fail.where, fail.help) from None
+    except UnexpectedInput as error:
+        raise _syntax_error(text, error, site) from None
+
+
+_TOKEN_NAMES = {"IDENT": "identifier", "STR": "string literal"}
+
+
+def _syntax_error(text: str, error: UnexpectedInput, site: ErrorSite) -> SchemaError:
+    names = sorted({_terminal_text(name) for name in _expected(error)})
+    help = f"expected {', '.join(names)}" if names else None
+    token = getattr(error, "token", None)
+    if token is None or token.type == "$END":
+        return site.error("unexpected end of input", Span.at(text, len(text)), help)
+    return site.error(f"unexpected `{token}`", _span(token), help)
+
+
+def _expected(error: UnexpectedInput) -> Iterable[str]:
+    """The terminals the parser would accept where it failed.
+
+    LALR states merge lookaheads, so the table's list (``error.expected``) can name tokens that
+    would fail a few reductions later; asking the interactive parser to try each is exact.
+    """
+    expected: Iterable[str] = getattr(error, "expected", None) or ()
+    interactive = getattr(error, "interactive_parser", None)
+    if interactive is not None:
+        try:
+            return interactive.accepts() - {"$END"}
+        except Exception:  # trying tokens runs our callbacks on dummy tokens: be safe
+            pass
+    return expected
+
+
+def _terminal_text(name: str) -> str:
+    if name in _TOKEN_NAMES:
+        return _TOKEN_NAMES[name]
+    try:
+        pattern = _parser().get_terminal(name).pattern
+    except KeyError:
+        return name
+    return f"`{pattern.value}`" if pattern.type == "str" else name
+
+
+def _span(first: Any, last: Any = None) -> Span:
+    """The span from token ``first`` to token ``last`` (default: ``first`` alone)."""
+    end = (first if last is None else last).end_pos
+    return Span(first.start_pos, end, first.line, first.column)
+
+
+def _inner_span(token: _Token, start: int, end: int) -> Span:
+    """The span of ``token[start:end]``."""
+    before = token[:start]
+    newlines = before.count("\n")
+    line = token.line + newlines
+    column = start - before.rfind("\n") if newlines else token.column + start
+    return Span(token.start_pos + start, token.start_pos + end, line, column)
+
+
+def unescape(token: _Token) -> str:
+    """The value of a string literal token, with Cedar's (Rust's) escapes decoded."""
+    body = token[1:-1]
+    try:
+        parts = decode_literal(body)
+    except BadEscape as bad:
+        raise _Fail(
+            f"invalid escape `{body[bad.start:bad.end]}` in string literal",
+            _inner_span(token, bad.start + 1, bad.end + 1),
+        ) from None
+    return parts[0] if parts else ""
+
+
+def _ident(token: _Token) -> _Token:
+    """An identifier used as a name: reserved words are rejected."""
+    if token in RESERVED:
+        raise _Fail(f"`{token}` is a reserved identifier", _span(token))
+    return token
+
+
+def _name(token: _Token) -> _Name:
+    """An identifier or string literal used as a name, with where it is written."""
+    value = unescape(token) if token.type == "STR" else str(_ident(token))
+    return _Name(value, _span(token))
+
+
+def _annotations(pairs: list[tuple[_Token, str]]) -> Mapping[str, str]:
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Fail(f"duplicate annotation `@{key}`", _span(key))
+        out[str(key)] = value
+    return frozen_map(out)
+
+
+class _Name(NamedTuple):
+    """A declared name and where it is written."""
+
+    value: str
+    where: Span
+
+
+class _AppDecl(NamedTuple):
+    """One ``appliesTo`` clause: ``principal``, ``resource`` or ``context``."""
+
+    kind: str
+    keyword: _Token
+    value: Any
+
+
+def _path_text(path: list[_Token]) -> str:
+    return "::".join(path)
+
+
+class _Builder(Transformer[Any, Any]):
+    """Lark callbacks, one per grammar rule, building the declarations bottom-up."""
+
+    # -- names ------------------------------------------------------------------------------
+
+    def path(self, c: list[Any]) -> list[_Token]:
+        if len(c) == 1:
+            return [c[0] if c[0].type == "SET" else _ident(c[0])]
+        return [*c[0], _ident(c[1])]
+
+    def idents(self, c: list[_Token]) -> list[_Name]:
+        return [_Name(str(_ident(token)), _span(token)) for token in c]
+
+    def names(self, c: list[_Token]) -> list[_Name]:
+        return [_name(token) for token in c]
+
+    def strs(self, c: list[_Token]) -> tuple[str, ...]:
+        return tuple(unescape(token) for token in c)
+
+    # -- types ------------------------------------------------------------------------------
+
+    def type_ref(self, c: list[list[_Token]]) -> RawRef:
+        path = c[0]
+        return RawRef(_path_text(path), "either", _span(path[0], path[-1]))
+
+    def set_type(self, c: list[Any]) -> RawSet:
+        return RawSet(c[-1])
+
+    def record_type(self, c: list[RawAttr | None]) -> RawRecord:
+        return RawRecord(tuple(attr for attr in c if attr is not None))
+
+    def attr_decl(self, c: list[Any]) -> RawAttr:
+        *annotations, name, optional, type_ = c
+        return RawAttr(_name(name).value, type_, optional is None, _annotations(annotations))
+
+    def ent_types(self, c: list[list[_Token] | None]) -> list[RawRef]:
+        return [RawRef(_path_text(p), "entity", _span(p[0], p[-1])) for p in c if p is not None]
+
+    # -- annotations ------------------------------------------------------------------------
+
+    def annotation(self, c: list[_Token | None]) -> tuple[_Token, str]:
+        key, value = c
+        assert key is not None
+        return key, "" if value is None else unescape(value)
+
+    # -- declarations -----------------------------------------------------------------------
+
+    def entity(self, c: list[Any]) -> list[RawEntity]:
+        names, parents, shape, tags = c
+        return [
+            RawEntity(name.value, name.where, tuple(parents or ()), shape, name.where, tags)
+            for name in names
+        ]
+
+    def entity_shape(self, c: list[RawRecord]) -> RawRecord:
+        return c[0]
+
+    def enum_entity(self, c: list[Any]) -> list[RawEntity]:
+        names, choices = c
+        return [RawEntity(name.value, name.where, enum=choices) for name in names]
+
+    def type_decl(self, c: list[Any]) -> list[RawCommon]:
+        name, type_ = c
+        return [RawCommon(str(_ident(name)), type_, _span(name))]
+
+    def action(self, c: list[Any]) -> list[RawAction]:
+        names, parents, app_decls = c
+        applies_to = None if app_decls is None else self._applies_to(names[0], app_decls)
+        return [
+            RawAction(name.value, name.where, tuple(parents or ()), applies_to) for name in names
+        ]
+
+    def _applies_to(self, action: _Name, decls: list[_AppDecl]) -> RawAppliesTo:
+        found: dict[str, _AppDecl] = {}
+        for decl in decls:
+            if decl.kind in found:
+                raise _Fail(
+                    f"duplicate `{decl.kind}` in the `appliesTo` of action `{action.value}`",
+                    _span(decl.keyword),
+                )
+            if decl.kind != "context" and not decl.value:
+                raise _Fail(
+                    f"empty `{decl.kind}` list in action `{action.value}`",
+                    _span(decl.keyword),
+                    help="an action that applies to nothing can leave out `appliesTo`",
+                )
+            found[decl.kind] = decl
+        for kind in ("principal", "resource"):
+            if kind not in found:
+                raise _Fail(
+                    f"missing `{kind}` in the `appliesTo` of action `{action.value}`", action.where
+                )
+        context = found.get("context")
+        return RawAppliesTo(
+            tuple(found["principal"].value),
+            tuple(found["resource"].value),
+            context.value if context else None,
+            None if context is None else getattr(context.value, "where", _span(context.keyword)),
+        )
+
+    def action_parents(self, c: list[RawActionRef]) -> list[RawActionRef]:
+        return c
+
+    def qualified_action(self, c: list[Any]) -> RawActionRef:
+        path, id_ = c
+        return RawActionRef(_path_text(path), unescape(id_), _span(path[0], id_))
+
+    def path_action(self, c: list[list[_Token]]) -> RawActionRef:
+        path = c[0]
+        if len(path) > 1:
+            raise _Fail(
+                f"`{_path_text(path)}` is not an action",
+                _span(path[0], path[-1]),
+                help=f'an action in another namespace is written `{_path_text(path)}::"id"`',
+            )
+        return RawActionRef(None, str(path[0]), _span(path[0]))
+
+    def string_action(self, c: list[_Token]) -> RawActionRef:
+        return RawActionRef(None, unescape(c[0]), _span(c[0]))
+
+    def app_decls(self, c: list[_AppDecl]) -> list[_AppDecl]:
+        return c
+
+    def principal_decl(self, c: list[Any]) -> _AppDecl:
+        return _AppDecl("principal", c[0], c[-1])
+
+    def resource_decl(self, c: list[Any]) -> _AppDecl:
+        return _AppDecl("resource", c[0], c[-1])
+
+    def context_decl(self, c: list[Any]) -> _AppDecl:
+        keyword, value = c[0], c[-1]
+        if isinstance(value, list):  # a path: must name a common type
+            value = RawRef(_path_text(value), "common", _span(value[0], value[-1]))
+        return _AppDecl("context", keyword, value)
+
+    # -- structure --------------------------------------------------------------------------
+
+    def namespace_item(self, c: list[Any]) -> tuple[Mapping[str, str], list[Any]]:
+        *annotations, decls = c
+        return _annotations(annotations), decls
+
+    def namespace(self, c: list[Any]) -> RawNamespace:
+        path, *items = c
+        return _namespace(_path_text(path), _span(path[0], path[-1]), frozen_map(), items)
+
+    def item(self, c: list[Any]) -> RawNamespace | tuple[Mapping[str, str], list[Any]]:
+        *annotations, body = c
+        if isinstance(body, RawNamespace):
+            return body._replace(annotations=_annotations(annotations))
+        return _annotations(annotations), body
+
+    def start(self, c: list[Any]) -> list[RawNamespace]:
+        named = [item for item in c if isinstance(item, RawNamespace)]
+        loose = [item for item in c if not isinstance(item, RawNamespace)]
+        return [_namespace("", None, frozen_map(), loose), *named]
+
+
+def _namespace(
+    name: str, where: Where, annotations: Mapping[str, str], items: list[Any]
+) -> RawNamespace:
+    """Sort annotated declarations into a namespace (annotations apply to every name)."""
+    commons: list[RawCommon] = []
+    entities: list[RawEntity] = []
+    actions: list[RawAction] = []
+    for decl_annotations, decls in items:
+        for decl in decls:
+            if isinstance(decl, RawCommon):
+                commons.append(decl)
+            elif isinstance(decl, RawEntity):
+                entities.append(decl._replace(annotations=decl_annotations))
+            else:
+                actions.append(decl._replace(annotations=decl_annotations))
+    return RawNamespace(name, where, annotations, tuple(commons), tuple(entities), tuple(actions))
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing
+
+_INDENT = "  "
+
+
+def schema_to_cedarschema(schema: Schema) -> str:
+    """``.cedarschema`` text for ``schema``: declarations grouped by namespace, in order."""
+    blocks: list[str] = []
+    for namespace in schema.namespaces():
+        qualify = frozenset(
+            name
+            for name in BUILTIN_TYPES
+            if name in schema.entity_types or f"{namespace}::{name}" in schema.entity_types
+        )
+        indent = _INDENT if namespace else ""
+        decls = [
+            _entity_text(definition, namespace, qualify, indent)
+            for name, definition in schema.entity_types.items()
+            if namespace_of(name) == namespace
+        ] + [
+            _action_text(definition, namespace, qualify, indent)
+            for uid, definition in schema.actions.items()
+            if namespace_of(uid.type) == namespace
+        ]
+        if not namespace:
+            blocks.extend(decls)
+            continue
+        header = _annotations_text(schema.namespace_annotations.get(namespace, {}), "")
+        body = "\n\n".join(decls)
+        blocks.append(f"{header}namespace {namespace} {{\n{body}{chr(10) if body else ''}}}")
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def _annotations_text(annotations: Mapping[str, str], indent: str) -> str:
+    return "".join(f"{indent}{annotation_text(k, v)}\n" for k, v in annotations.items())
+
+
+def _entity_name(name: str, namespace: str) -> str:
+    return name[len(namespace) + 2 :] if namespace and namespace_of(name) == namespace else name
+
+
+def _entity_text(
+    definition: EntityTypeDef, namespace: str, qualify: frozenset[str], indent: str
+) -> str:
+    out = _annotations_text(definition.annotations, indent)
+    out += f"{indent}entity {_entity_name(definition.name, namespace)}"
+    if definition.enum is not None:
+        return out + f" enum [{', '.join(map(quote_string, definition.enum))}];"
+    if definition.member_of_types:
+        parents = sorted(_entity_name(n, namespace) for n in definition.member_of_types)
+        out += f" in [{', '.join(parents)}]"
+    if definition.shape.attributes:
+        out += " = " + _type(definition.shape, namespace, qualify, indent)
+    if definition.tags is not None:
+        out += " tags " + _type(definition.tags, namespace, qualify, indent)
+    return out + ";"
+
+
+def _action_text(
+    definition: ActionDef, namespace: str, qualify: frozenset[str], indent: str
+) -> str:
+    out = _annotations_text(definition.annotations, indent)
+    out += f"{indent}action {quote_string(definition.uid.id)}"
+    if definition.member_of:
+        parents = ", ".join(_action_ref(uid, namespace) for uid in definition.member_of)
+        out += f" in [{parents}]"
+    applies = definition.applies_to
+    if applies is not None:
+        inner = indent + _INDENT
+        principals = ", ".join(_entity_name(n, namespace) for n in applies.principal_types)
+        resources = ", ".join(_entity_name(n, namespace) for n in applies.resource_types)
+        context = _type(applies.context, namespace, qualify, inner)
+        out += (
+            f" appliesTo {{\n{inner}principal: [{principals}],\n"
+            f"{inner}resource: [{resources}],\n{inner}context: {context}\n{indent}}}"
+        )
+    return out + ";"
+
+
+def _action_ref(uid: EntityUID, namespace: str) -> str:
+    if uid.type == f"{namespace}::Action" or (not namespace and uid.type == "Action"):
+        return quote_string(uid.id)
+    return str(uid)
+
+
+def _type(t: Any, namespace: str, qualify: frozenset[str], indent: str) -> str:
+    try:
+        return type_text(t, namespace=namespace, qualify=qualify, indent=indent)
+    except ValueError as error:
+        raise SchemaError(str(error)) from None
