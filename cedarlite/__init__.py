@@ -26,6 +26,7 @@ from .errors import (
 )
 from .evaluator import Request
 from .policyset import PolicySet
+from .schema import Schema
 from .values import CedarSet, EntityUID, Record
 
 __version__ = "0.1.0"
@@ -49,6 +50,7 @@ __all__ = [
     "Request",
     "RequestError",
     "Response",
+    "Schema",
     "SchemaError",
     "ValidationError",
     "is_authorized",

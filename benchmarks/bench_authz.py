@@ -1,0 +1,365 @@
+"""Authorization benchmarks: cedarlite vs cedarpy (the Rust engine) vs pycasbin, one process.
+
+    python benchmarks/bench_authz.py            # all workloads
+    python benchmarks/bench_authz.py --quick    # fewer requests (a smoke run)
+
+Workloads (identical requests for every engine; peers get their pre-parsed handles):
+
+1. agent hook: OpenClaw-style layered tool policies (profile allowlist, global and per-agent
+   deny lists, sandbox and sub-agent layers, owner-only tools) plus `exec` command rules
+   (safe prefixes, dangerous patterns) over ~100 tools: ~60 policies.
+2. RBAC scale series: 10 / 100 / 1,000 / 10,000 scoped policies (users in teams, documents in
+   folders, 10% conditional forbids).
+3. load: parse + compile 10,000 policies, cold and from the compile cache (warm).
+
+Shared machines are noisy: the script prints medians, p99 and ratios measured in the same run,
+never a single absolute time. cedarlite is timed on two inputs: cedarpy-style request dicts
+(what `cedarlite.is_authorized` takes from JSON), and prebuilt `cedarlite.Request` objects
+(what a hook that builds requests itself passes); the decision cache is off unless stated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cedarlite
+from cedarlite.authorizer import make_request
+from cedarlite.compiler import compiled
+
+try:
+    import cedarpy
+except ImportError:  # pragma: no cover - peers are optional
+    cedarpy = None
+try:
+    import casbin
+except ImportError:  # pragma: no cover
+    casbin = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+
+
+def timings(fn: Callable[[Any], Any], items: Sequence[Any], repeat: int = 1) -> list[float]:
+    """Per-call wall times in microseconds (each item called ``repeat`` times)."""
+    out = []
+    clock = time.perf_counter
+    for _ in range(repeat):
+        for item in items:
+            t0 = clock()
+            fn(item)
+            out.append((clock() - t0) * 1e6)
+    return out
+
+
+def summary(samples: list[float]) -> tuple[float, float]:
+    """(median, p99) in microseconds."""
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def report(title: str, rows: dict[str, list[float]], baseline: str) -> dict[str, float]:
+    """Print a table of medians, p99 and each row's speed-up over ``baseline``."""
+    print(f"\n{title}")
+    print(f"  {'engine':<34}{'median us':>12}{'p99 us':>12}{'vs ' + baseline:>22}")
+    medians = {name: summary(s)[0] for name, s in rows.items()}
+    base = medians.get(baseline)
+    for name, samples in rows.items():
+        med, p99 = summary(samples)
+        ratio = f"{base / med:,.1f}x faster" if base and name != baseline else ""
+        print(f"  {name:<34}{med:>12,.1f}{p99:>12,.1f}{ratio:>22}")
+    return medians
+
+
+def check_same(name: str, ours: list[bool], theirs: list[bool]) -> None:
+    """Benchmarks compare like with like: every engine must give the same decisions."""
+    if ours != theirs:
+        diff = sum(a != b for a, b in zip(ours, theirs, strict=True))
+        raise SystemExit(f"{name}: {diff} decisions differ from cedarlite's; not comparable")
+
+
+def cedarpy_allowed(result: Any) -> bool:
+    return str(result.decision).endswith("Allow")
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Agent hook workload
+
+
+def agent_hook_workload(n_requests: int) -> None:
+    rng = random.Random(7)
+    core = ["read", "write", "edit", "apply_patch", "exec", "process", "web_search", "web_fetch",
+            "memory_search", "memory_get", "sessions_list", "sessions_send", "sessions_spawn",
+            "session_status", "browser", "canvas", "message", "cron", "gateway", "nodes",
+            "image", "tts", "update_plan", "agents_list"]
+    groups = {"group:fs": core[:4], "group:runtime": core[4:6], "group:web": core[6:8],
+              "group:memory": core[8:10], "group:sessions": core[10:14], "group:ui": core[14:16],
+              "group:automation": ["cron", "gateway"]}
+    mcp = [f"{server}__{tool}" for server in ("github", "linear", "slack", "notion", "jira")
+           for tool in ("search", "create", "update", "delete", "list", "get", "comment",
+                        "assign", "close", "reopen", "link", "watch", "export", "import", "sync")]
+    tools = core + mcp
+    entities = []
+    for tool in tools:
+        parents = [{"type": "Action", "id": g} for g, members in groups.items() if tool in members]
+        if "__" in tool:
+            parents.append({"type": "Action", "id": "bundle-mcp"})
+        entities.append({"uid": {"type": "Action", "id": tool}, "attrs": {}, "parents": parents})
+    for group in [*groups, "bundle-mcp", "owner-only"]:
+        entities.append({"uid": {"type": "Action", "id": group}, "attrs": {}, "parents": []})
+    for tool in ("cron", "gateway", "nodes"):
+        entities[tools.index(tool)]["parents"].append({"type": "Action", "id": "owner-only"})
+    entities.append({"uid": {"type": "Agent", "id": "main"}, "attrs": {}, "parents": []})
+
+    def acts(names: Sequence[str]) -> str:
+        return ", ".join(f'Action::"{n}"' for n in names)
+
+    policies = ['permit (principal, action, resource);']
+    coding = [t for t in core if t not in ("browser", "canvas", "message", "gateway", "nodes",
+                                           "tts", "agents_list")]
+    policies.append(f'@layer("tools.profile") forbid (principal, action, resource) '
+                    f'unless {{ action in [{acts(coding)}, Action::"bundle-mcp"] }};')
+    policies.append('@layer("owner-only") forbid (principal, action in Action::"owner-only", '
+                    'resource) unless { context.senderIsOwner };')
+    policies.append('@layer("tools.deny") forbid (principal, action in [Action::"gateway", '
+                    'Action::"nodes"], resource);')
+    for agent in range(12):
+        denied = rng.sample(tools, 4)
+        policies.append(f'@layer("agents.a{agent}.tools.deny") forbid (principal, action in '
+                        f'[{acts(denied)}], resource) when {{ context.agent == "a{agent}" }};')
+    for provider in ("openai", "anthropic", "google", "xai", "mistral", "groq"):
+        policies.append(f'@layer("tools.byProvider") forbid (principal, action in '
+                        f'[{acts(rng.sample(mcp, 5))}], resource) when '
+                        f'{{ context.provider == "{provider}" }};')
+    policies.append('@layer("sandbox") forbid (principal, action in [Action::"browser", '
+                    'Action::"canvas", Action::"cron", Action::"gateway", Action::"nodes"], '
+                    'resource) when { context.sandboxed };')
+    policies.append('@layer("subagent") forbid (principal, action in [Action::"gateway", '
+                    'Action::"agents_list", Action::"session_status", Action::"cron", '
+                    'Action::"sessions_send"], resource) when { context.subagentDepth >= 1 };')
+    for server in ("github", "linear", "slack", "notion", "jira"):
+        policies.append(f'@layer("mcp.{server}") forbid (principal, action in '
+                        f'[{acts([t for t in mcp if t.startswith(server) and "delete" in t])}], '
+                        f'resource) unless {{ context.senderIsOwner }};')
+    safe = ["git ", "ls", "cat ", "grep ", "rg ", "pytest", "python -m pytest", "npm test",
+            "make ", "cargo test", "go test", "echo "]
+    for prefix in safe:
+        policies.append(f'@layer("exec.safe") permit (principal, action == Action::"exec", '
+                        f'resource) when {{ context.input.command like "{prefix}*" }};')
+    for pattern in ("*rm -rf*", "*sudo *", "*curl * | sh*", "*mkfs*", "*:(){*", "*> /dev/sd*",
+                    "*chmod 777*", "*dd if=*", "*shutdown*", "*reboot*"):
+        policies.append(f'@layer("exec.dangerous") forbid (principal, action == Action::"exec", '
+                        f'resource) when {{ context.input.command like "{pattern}" }};')
+    policies.append('@layer("exec.allowlist") forbid (principal, action == Action::"exec", '
+                    'resource) unless { context.input.command like "git *" || '
+                    'context.input.command like "ls*" || context.input.command like "pytest*" '
+                    '|| context.input.command like "rg *" || context.input.command like "cat *" '
+                    '|| context.input.command like "make *" };')
+    for path_rule in ("/etc/*", "*/.ssh/*", "*/.env", "/usr/*", "*/id_rsa*"):
+        policies.append(f'@layer("fs.paths") forbid (principal, action in Action::"group:fs", '
+                        f'resource) when {{ context.input has path && '
+                        f'context.input.path like "{path_rule}" }};')
+    text = "\n".join(policies)
+
+    commands = ["git status", "git log --oneline", "ls -la", "rm -rf /", "pytest -q",
+                "curl x | sh", "cat README.md", "sudo reboot", "rg TODO", "make test"]
+    paths = ["src/app.py", "/etc/passwd", "/home/u/.ssh/id_rsa", "README.md", "/home/u/.env"]
+    requests = []
+    for _ in range(n_requests):
+        tool = rng.choice(tools[:14] + rng.sample(tools, 3))
+        context: dict[str, Any] = {
+            "agent": f"a{rng.randrange(12)}",
+            "provider": rng.choice(["openai", "anthropic", "google", "xai"]),
+            "sandboxed": rng.random() < 0.3,
+            "senderIsOwner": rng.random() < 0.5,
+            "subagentDepth": rng.choice([0, 0, 0, 1, 2]),
+            "input": {"command": rng.choice(commands)} if tool == "exec"
+            else {"path": rng.choice(paths)} if tool in groups["group:fs"] else {},
+        }
+        requests.append({"principal": {"type": "Agent", "id": "main"},
+                         "action": {"type": "Action", "id": tool},
+                         "resource": {"type": "Session", "id": "s1"}, "context": context})
+
+    ps = cedarlite.PolicySet.from_str(text)
+    ents = cedarlite.Entities.from_json(entities)
+    index = compiled(ps)
+    prebuilt = [make_request(r) for r in requests]
+    print(f"\nagent hook: {len(tools)} tools, {len(ps)} policies, {len(requests)} tool calls")
+    rows = {
+        "cedarlite (request dicts)": timings(
+            lambda r: index.authorize(make_request(r), ents, cache=False), requests),
+        "cedarlite (prebuilt Request)": timings(
+            lambda r: index.authorize(r, ents, cache=False), prebuilt),
+        "cedarlite (prebuilt, cache on)": timings(lambda r: index.authorize(r, ents), prebuilt),
+    }
+    ours = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
+    if cedarpy is not None:
+        cps = cedarpy.PolicySet.from_str(text)
+        cents = cedarpy.Entities.from_json_str(json.dumps(entities))
+        rows["cedarpy (pre-parsed handles)"] = timings(
+            lambda r: cedarpy.is_authorized(r, cps, cents), requests)
+        check_same("cedarpy", ours, [cedarpy_allowed(cedarpy.is_authorized(r, cps, cents))
+                                     for r in requests])
+    report("agent hook workload", rows, "cedarpy (pre-parsed handles)")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. RBAC scale series
+
+
+def rbac_policies(n: int, rng: random.Random) -> tuple[list[tuple[str, str, str, str]], str]:
+    teams, folders = max(2, n // 10), max(2, n // 10)
+    rows = []
+    texts = []
+    for i in range(n):
+        team, folder = f"t{rng.randrange(teams)}", f"f{rng.randrange(folders)}"
+        act = rng.choice(["read", "write", "delete"])
+        if i % 10 == 9:
+            rows.append(("deny", team, folder, act))
+            texts.append(f'forbid (principal in Team::"{team}", action == Action::"{act}", '
+                         f'resource in Folder::"{folder}") when {{ resource.classified }};')
+        else:
+            rows.append(("allow", team, folder, act))
+            texts.append(f'permit (principal in Team::"{team}", action == Action::"{act}", '
+                         f'resource in Folder::"{folder}");')
+    return rows, "\n".join(texts)
+
+
+def rbac_entities(n: int, rng: random.Random) -> tuple[list[dict[str, Any]], dict, dict]:
+    teams, folders = max(2, n // 10), max(2, n // 10)
+    users, docs = {}, {}
+    entities = []
+    for u in range(200):
+        team = f"t{rng.randrange(teams)}"
+        users[f"u{u}"] = team
+        entities.append({"uid": {"type": "User", "id": f"u{u}"}, "attrs": {},
+                         "parents": [{"type": "Team", "id": team}]})
+    for d in range(200):
+        folder = f"f{rng.randrange(folders)}"
+        docs[f"d{d}"] = folder
+        entities.append({"uid": {"type": "Doc", "id": f"d{d}"}, "attrs": {"classified": True},
+                         "parents": [{"type": "Folder", "id": folder}]})
+    return entities, users, docs
+
+
+def casbin_enforcer(rows: list[tuple[str, str, str, str]], users: dict, docs: dict) -> Any:
+    """RBAC with two role hierarchies; classified docs make every forbid apply."""
+    model = casbin.Model()
+    model.load_model_from_text(
+        "[request_definition]\nr = sub, obj, act\n"
+        "[policy_definition]\np = sub, obj, act, eft\n"
+        "[role_definition]\ng = _, _\ng2 = _, _\n"
+        "[policy_effect]\ne = some(where (p.eft == allow)) && !some(where (p.eft == deny))\n"
+        "[matchers]\nm = g(r.sub, p.sub) && g2(r.obj, p.obj) && r.act == p.act\n"
+    )
+    enforcer = casbin.Enforcer(model)
+    enforcer.add_policies([[team, folder, act, eft] for eft, team, folder, act in rows])
+    enforcer.add_named_grouping_policies("g", [[u, t] for u, t in users.items()])
+    enforcer.add_named_grouping_policies("g2", [[d, f] for d, f in docs.items()])
+    return enforcer
+
+
+def rbac_scale(n_requests: int) -> None:
+    results = {}
+    for n in (10, 100, 1000, 10000):
+        rng = random.Random(n)
+        rows, text = rbac_policies(n, rng)
+        entities, users, docs = rbac_entities(n, rng)
+        requests = [{"principal": {"type": "User", "id": rng.choice(list(users))},
+                     "action": {"type": "Action", "id": rng.choice(["read", "write", "delete"])},
+                     "resource": {"type": "Doc", "id": rng.choice(list(docs))}, "context": {}}
+                    for _ in range(n_requests)]
+        ps = cedarlite.PolicySet.from_str(text)
+        ents = cedarlite.Entities.from_json(entities)
+        index = compiled(ps)
+        prebuilt = [make_request(r) for r in requests]
+        rows_t = {
+            "cedarlite (request dicts)": timings(
+                lambda r: index.authorize(make_request(r), ents, cache=False), requests),
+            "cedarlite (prebuilt Request)": timings(
+                lambda r: index.authorize(r, ents, cache=False), prebuilt),
+        }
+        ours = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
+        if cedarpy is not None:
+            cps = cedarpy.PolicySet.from_str(text)
+            cents = cedarpy.Entities.from_json_str(json.dumps(entities))
+            sample = requests[: max(50, n_requests // max(1, n // 100))]
+            rows_t["cedarpy (pre-parsed handles)"] = timings(
+                lambda r: cedarpy.is_authorized(r, cps, cents), sample)
+            check_same("cedarpy", ours[: len(sample)],
+                       [cedarpy_allowed(cedarpy.is_authorized(r, cps, cents)) for r in sample])
+        if casbin is not None:
+            enforcer = casbin_enforcer(rows, users, docs)
+            sample = requests[: max(50, n_requests // max(1, n // 100))]
+            args = [(r["principal"]["id"], r["resource"]["id"], r["action"]["id"]) for r in sample]
+            rows_t["pycasbin"] = timings(lambda a: enforcer.enforce(*a), args)
+            check_same("pycasbin", ours[: len(sample)], [enforcer.enforce(*a) for a in args])
+        results[n] = report(f"RBAC scale: {n:,} policies", rows_t, "cedarpy (pre-parsed handles)")
+    base = results[10]
+    print("\n  growth of cedarlite's median from 10 to 10,000 policies:")
+    for name in ("cedarlite (request dicts)", "cedarlite (prebuilt Request)"):
+        print(f"    {name:<32}{results[10000][name] / base[name]:.2f}x")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Load
+
+
+def load_benchmark() -> None:
+    rng = random.Random(3)
+    _, text = rbac_policies(10000, rng)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "policies.cedar")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        cold, warm = [], []
+        for i in range(5):
+            cache = os.path.join(tmp, f"cache{i}")
+            t0 = time.perf_counter()
+            compiled(cedarlite.PolicySet.from_file(path, cache_dir=cache))
+            cold.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            compiled(cedarlite.PolicySet.from_file(path, cache_dir=cache))
+            warm.append(time.perf_counter() - t0)
+        peer = []
+        if cedarpy is not None:
+            for _ in range(5):
+                t0 = time.perf_counter()
+                cedarpy.PolicySet.from_str(text)
+                peer.append(time.perf_counter() - t0)
+    print("\nload 10,000 policies (seconds, median of 5)")
+    print(f"  cedarlite parse + compile (cold)      {statistics.median(cold):8.3f}")
+    print(f"  cedarlite from compile cache (warm)   {statistics.median(warm):8.3f}")
+    if peer:
+        print(f"  cedarpy PolicySet.from_str            {statistics.median(peer):8.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer requests (smoke run)")
+    parser.add_argument("--only", choices=["hook", "rbac", "load"], help="one workload")
+    args = parser.parse_args(argv)
+    n = 300 if args.quick else 3000
+    print(f"python {sys.version.split()[0]}, cedarlite {cedarlite.__version__}, "
+          f"cedarpy {'absent' if cedarpy is None else getattr(cedarpy, '__version__', 'present')}, "
+          f"pycasbin {'absent' if casbin is None else 'present'}")
+    if args.only in (None, "hook"):
+        agent_hook_workload(n)
+    if args.only in (None, "rbac"):
+        rbac_scale(n)
+    if args.only in (None, "load"):
+        load_benchmark()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

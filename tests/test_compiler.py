@@ -1,0 +1,222 @@
+"""The compiled engine against its reference twin, and the compiled form's invariants."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cedarlite
+from cedarlite import testing
+from cedarlite.ast import Effect, Policy, Scope, Var
+from cedarlite.compiler import CompiledPolicySet, compiled
+from cedarlite.compiler.cache import cache_key
+
+
+# Example counts scale with the Hypothesis profile (100 by default, 1000 under `thorough`).
+N = settings.default.max_examples
+
+
+def both(sc: testing.Scenario) -> tuple[cedarlite.Response, cedarlite.Response]:
+    ents = cedarlite.Entities.from_json(sc.entities)
+    ref = cedarlite.is_authorized(sc.request, sc.policy_set, ents, engine="reference")
+    comp = cedarlite.is_authorized(sc.request, sc.policy_set, ents)
+    return ref, comp
+
+
+@settings(max_examples=4 * N)
+@given(testing.scenarios())
+def test_compiled_equals_reference(sc):
+    """Decision, reasons and errors (messages included) are identical."""
+    ref, comp = both(sc)
+    assert comp == ref
+
+
+@settings(max_examples=3 * N // 2)
+@given(testing.scenarios(), st.randoms(use_true_random=False))
+def test_shuffling_policies_changes_nothing(sc, rnd):
+    policies = list(sc.policy_set)
+    rnd.shuffle(policies)
+    shuffled = cedarlite.PolicySet(policies)
+    ents = cedarlite.Entities.from_json(sc.entities)
+    a = cedarlite.is_authorized(sc.request, sc.policy_set, ents)
+    b = cedarlite.is_authorized(sc.request, shuffled, ents)
+    assert a.decision is b.decision
+    assert set(a.reasons) == set(b.reasons)
+    assert set(a.errors) == set(b.errors)
+
+
+@settings(max_examples=3 * N // 2)
+@given(testing.scenarios(), testing.policies())
+def test_adding_a_forbid_never_allows(sc, extra):
+    if extra.is_template:
+        return
+    forbid = Policy(
+        "extra-forbid", Effect.FORBID, extra.principal, extra.action, extra.resource,
+        extra.conditions,
+    )
+    ents = cedarlite.Entities.from_json(sc.entities)
+    before = cedarlite.is_authorized(sc.request, sc.policy_set, ents)
+    after = cedarlite.is_authorized(sc.request, sc.policy_set.merge(cedarlite.PolicySet([forbid])), ents)
+    if not before.allowed:
+        assert not after.allowed
+
+
+@settings(max_examples=N)
+@given(testing.scenarios())
+def test_pickled_compiled_form_decides_the_same(sc):
+    index = compiled(sc.policy_set)
+    clone = pickle.loads(pickle.dumps(index))
+    ents = cedarlite.Entities.from_json(sc.entities)
+    req = cedarlite.authorizer.make_request(sc.request)
+    assert clone.authorize(req, ents, cache=False) == index.authorize(req, ents, cache=False)
+
+
+def test_index_only_evaluates_matching_scopes():
+    text = "\n".join(
+        f'permit (principal == User::"u{i}", action == Action::"read", resource) '
+        f'when {{ context.n == {i} }};'
+        for i in range(1000)
+    )
+    ps = cedarlite.PolicySet.from_str(text)
+    index = compiled(ps)
+    req = cedarlite.authorizer.make_request(
+        {"principal": 'User::"u7"', "action": 'Action::"read"', "resource": 'Doc::"d"',
+         "context": {"n": 7}}
+    )
+    assert set_bits(index.candidates(req, cedarlite.Entities())) == [7]
+    assert index.authorize(req, cedarlite.Entities()).reasons == ("policy7",)
+
+
+def set_bits(mask: int) -> list[int]:
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+def test_action_groups_and_ancestors_are_followed():
+    ps = cedarlite.PolicySet.from_str(
+        'permit (principal in Org::"acme", action in Action::"readOnly", resource is Doc in Folder::"f");'
+    )
+    ents = cedarlite.Entities.from_json([
+        {"uid": {"type": "User", "id": "a"}, "attrs": {}, "parents": [{"type": "Team", "id": "t"}]},
+        {"uid": {"type": "Team", "id": "t"}, "attrs": {}, "parents": [{"type": "Org", "id": "acme"}]},
+        {"uid": {"type": "Action", "id": "view"}, "attrs": {}, "parents": [{"type": "Action", "id": "readOnly"}]},
+        {"uid": {"type": "Doc", "id": "d"}, "attrs": {}, "parents": [{"type": "Folder", "id": "f"}]},
+    ])
+    req = {"principal": 'User::"a"', "action": 'Action::"view"', "resource": 'Doc::"d"'}
+    assert cedarlite.is_authorized(req, ps, ents).allowed
+    assert not cedarlite.is_authorized({**req, "resource": 'Folder::"f"'}, ps, ents).allowed
+
+
+def test_decision_cache_is_never_stale():
+    ps = cedarlite.PolicySet.from_str('permit (principal in Group::"g", action, resource);')
+    req = {"principal": 'User::"a"', "action": 'Action::"x"', "resource": 'R::"r"'}
+    member = cedarlite.Entities.from_json(
+        [{"uid": {"type": "User", "id": "a"}, "attrs": {}, "parents": [{"type": "Group", "id": "g"}]}]
+    )
+    stranger = cedarlite.Entities.from_json([])
+    for _ in range(3):
+        assert cedarlite.is_authorized(req, ps, member).allowed
+        assert not cedarlite.is_authorized(req, ps, stranger).allowed
+    ctx_a = cedarlite.PolicySet.from_str("permit (principal, action, resource) when { context.ok };")
+    assert cedarlite.is_authorized({**req, "context": {"ok": True}}, ctx_a).allowed
+    assert not cedarlite.is_authorized({**req, "context": {"ok": False}}, ctx_a).allowed
+
+
+def test_batch_equals_single_requests():
+    ps = cedarlite.PolicySet.from_str(
+        'permit (principal, action == Action::"read", resource) when { context.n > 1 };'
+        'forbid (principal == User::"eve", action, resource);'
+    )
+    reqs = [
+        {"principal": f'User::"{who}"', "action": 'Action::"read"', "resource": 'R::"r"',
+         "context": {"n": n}}
+        for who in ("bob", "eve") for n in (0, 5)
+    ]
+    assert cedarlite.is_authorized_batch(reqs, ps) == [cedarlite.is_authorized(r, ps) for r in reqs]
+
+
+def test_unlinked_templates_never_apply_but_links_do():
+    ps = cedarlite.PolicySet.from_str("permit (principal == ?principal, action, resource);")
+    req = {"principal": 'User::"a"', "action": 'Action::"x"', "resource": 'R::"r"'}
+    assert not cedarlite.is_authorized(req, ps).allowed
+    linked = ps.link("policy0", "alice", {"?principal": 'User::"a"'})
+    resp = cedarlite.is_authorized(req, linked)
+    assert resp.allowed and resp.reasons == ("alice",)
+
+
+# ---------------------------------------------------------------------------------------------
+# The compile cache
+
+
+def test_compile_cache_round_trip(tmp_path):
+    rng = random.Random(1)
+    text = "\n".join(
+        f'permit (principal in Team::"t{rng.randrange(50)}", action == Action::"read", '
+        f'resource in Folder::"f{i}") when {{ context.level >= {i % 5} }};'
+        for i in range(200)
+    )
+    path = tmp_path / "p.cedar"
+    path.write_text(text)
+    cache = tmp_path / "cache"
+    cold = cedarlite.PolicySet.from_file(path, cache_dir=cache)
+    entries = list(cache.iterdir())
+    assert [e.name for e in entries] == [cache_key(text, False) + ".pickle"]
+    warm = cedarlite.PolicySet.from_file(path, cache_dir=cache)
+    assert isinstance(warm._cache["compiled"], CompiledPolicySet)
+    assert warm._pending is not None  # the policies are not parsed until asked for
+    ents = cedarlite.Entities.from_json(
+        [{"uid": {"type": "User", "id": f"u{t}"}, "attrs": {},
+          "parents": [{"type": "Team", "id": f"t{t}"}]} for t in range(50)]
+    )
+    for i in range(200):
+        req = {"principal": f'User::"u{i % 50}"', "action": 'Action::"read"',
+               "resource": f'Folder::"f{i}"', "context": {"level": i % 7}}
+        assert cedarlite.is_authorized(req, warm, ents) == cedarlite.is_authorized(req, cold, ents)
+    assert warm == cold  # materializes the policies on demand
+    assert warm._pending is None
+
+
+def test_corrupt_cache_entry_is_rebuilt(tmp_path):
+    path = tmp_path / "p.cedar"
+    path.write_text("permit (principal, action, resource);")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / (cache_key(path.read_text(), False) + ".pickle")).write_bytes(b"not a pickle")
+    ps = cedarlite.PolicySet.from_file(path, cache_dir=cache)
+    req = {"principal": 'U::"a"', "action": 'A::"b"', "resource": 'R::"c"'}
+    assert cedarlite.is_authorized(req, ps).allowed
+    again = cedarlite.PolicySet.from_file(path, cache_dir=cache)
+    assert again._pending is not None and cedarlite.is_authorized(req, again).allowed
+
+
+def test_a_cached_entry_is_only_used_for_its_own_text(tmp_path):
+    cache = tmp_path / "cache"
+    a, b = tmp_path / "a.cedar", tmp_path / "b.cedar"
+    a.write_text("permit (principal, action, resource);")
+    b.write_text("forbid (principal, action, resource);")
+    req = {"principal": 'U::"a"', "action": 'A::"b"', "resource": 'R::"c"'}
+    assert cedarlite.is_authorized(req, cedarlite.PolicySet.from_file(a, cache_dir=cache)).allowed
+    assert not cedarlite.is_authorized(req, cedarlite.PolicySet.from_file(b, cache_dir=cache)).allowed
+
+
+def test_policy_set_without_policies_denies():
+    resp = cedarlite.is_authorized(
+        {"principal": 'U::"a"', "action": 'A::"b"', "resource": 'R::"c"'}, cedarlite.PolicySet()
+    )
+    assert resp.decision is cedarlite.Decision.DENY and resp.reasons == () and resp.errors == ()
+
+
+@pytest.mark.parametrize("engine", ["compiled", "reference"])
+def test_unknown_engine_is_rejected(engine):
+    req = {"principal": 'U::"a"', "action": 'A::"b"', "resource": 'R::"c"'}
+    cedarlite.is_authorized(req, "permit(principal, action, resource);", engine=engine)
+    with pytest.raises(ValueError, match="unknown engine"):
+        cedarlite.is_authorized(req, "permit(principal, action, resource);", engine="fast")
+
+
+def test_scope_objects_are_hashable_and_shared():
+    s = Scope(Var.PRINCIPAL)
+    assert hash(s) == hash(Scope(Var.PRINCIPAL))
