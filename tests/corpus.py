@@ -1,4 +1,4 @@
-"""Access to the official Cedar conformance data in ../shared/cedar-conformance.
+"""Access to the official Cedar conformance data (vendored in tests/data/cedar-conformance).
 
 The generated corpus ships as a tarball, read into memory once per process
 (:func:`corpus_files`). Test files reference their policies, entities and schema by paths
@@ -20,9 +20,11 @@ _HERE = Path(__file__).resolve().parent
 
 
 def _find_data_root() -> Path | None:
-    candidates = [os.environ.get("CEDAR_CONFORMANCE_DIR")]
-    candidates += [str(p / "shared" / "cedar-conformance") for p in (_HERE.parent.parent,)]
-    candidates += [str(_HERE.parent / "cedar-conformance")]
+    candidates = [
+        os.environ.get("CEDAR_CONFORMANCE_DIR"),
+        str(_HERE / "data" / "cedar-conformance"),  # vendored copy (Apache-2.0 data)
+        str(_HERE.parent.parent / "shared" / "cedar-conformance"),
+    ]
     for c in candidates:
         if c and (Path(c) / "README.md").is_file():
             return Path(c)

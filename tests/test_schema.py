@@ -16,13 +16,12 @@ import contextlib
 import dataclasses
 import json
 import re
-import tarfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import DATA_ROOT
+from corpus import DATA_ROOT, corpus_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -896,15 +895,15 @@ def test_invalid_json_text_is_located() -> None:
 
 
 @pytest.fixture(scope="session")
-def corpus_schemas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Every ``.cedarschema`` of the generated corpus, by file name (extracted to a tmp dir)."""
+def corpus_schemas() -> dict[str, str]:
+    """Every ``.cedarschema`` of the generated corpus, by file name (read from the tarball)."""
     if DATA_ROOT is None:
         pytest.skip("Cedar conformance data not found")
-    root = tmp_path_factory.mktemp("corpus")
-    with tarfile.open(DATA_ROOT / "corpus-tests.tar.gz") as tar:  # one sequential pass
-        members = (m for m in tar if m.name.endswith(".cedarschema"))
-        tar.extractall(root, members=members, filter="data")
-    return {path.name: path.read_text(encoding="utf-8") for path in root.rglob("*.cedarschema")}
+    return {
+        Path(name).name: data.decode("utf-8")
+        for name, data in corpus_files().items()
+        if name.endswith(".cedarschema")
+    }
 
 
 def sample_schemas() -> list[Path]:

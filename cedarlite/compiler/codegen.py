@@ -254,7 +254,8 @@ class _Gen:
             case SetLit(elements=elements):
                 return f"CedarSet({_tuple([self.expr(x) for x in elements])})"
             case RecordLit(entries=entries):
-                body = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in entries)
+                # Entries evaluate in key order, as the interpreter's (Rust's BTreeMap).
+                body = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in sorted(entries))
                 return f"Record({{{body}}})"
             case Slot(slot=slot):
                 raise ValueError(f"unlinked template slot `{slot.value}` in a condition")
@@ -309,20 +310,31 @@ class _Gen:
         return f"_in({lhs}, {self.expr(target)}, E)"
 
     def _get_attr(self, inner: Expr, attr: str) -> str:
+        v = self.tmp()
         if isinstance(inner, Variable) and inner.var is Var.CONTEXT:
-            v = self.tmp()
             # INVARIANT: the context is always a Record.
-            return f"({v} if ({v} := C.get({attr!r}, _MISSING)) is not _MISSING else _ga(C, {attr!r}, E))"
-        return f"_ga({self.expr(inner)}, {attr!r}, E)"
+            return (
+                f"({v} if ({v} := C.get({attr!r}, _MISSING)) is not _MISSING "
+                f"else _ga(C, {attr!r}, E))"
+            )
+        return (
+            f"({v}[{attr!r}] if ({v} := {self.expr(inner)}).__class__ is Record "
+            f"and {attr!r} in {v} else _ga({v}, {attr!r}, E))"
+        )
 
     def _has(self, inner: Expr, path: tuple[str, ...]) -> str:
         v = self.tmp()
-        parts = [f"_has({v} := {self.expr(inner)}, {path[0]!r}, E)"]
+        parts = [self._has_one(f"({v} := {self.expr(inner)})", v, path[0])]
         for prev, attr in itertools.pairwise(path):
             nxt = self.tmp()
-            parts.append(f"_has({nxt} := _ga({v}, {prev!r}, E), {attr!r}, E)")
+            parts.append(self._has_one(f"({nxt} := _ga({v}, {prev!r}, E))", nxt, attr))
             v = nxt
         return "(" + " and ".join(parts) + ")"
+
+    @staticmethod
+    def _has_one(assign: str, v: str, attr: str) -> str:
+        """``has attr`` on the value that ``assign`` computes into variable ``v``."""
+        return f"({attr!r} in {v} if {assign}.__class__ is Record else _has({v}, {attr!r}, E))"
 
     def _like(self, inner: Expr, pattern: tuple[Any, ...]) -> str:
         v = self.tmp()
