@@ -27,6 +27,7 @@ from .errors import (
 from .evaluator import Request
 from .policyset import PolicySet
 from .schema import Schema
+from .schema.validator import ValidationIssue, ValidationResult, validate
 from .values import CedarSet, EntityUID, Record
 
 __version__ = "0.1.0"
@@ -53,6 +54,9 @@ __all__ = [
     "Schema",
     "SchemaError",
     "ValidationError",
+    "ValidationIssue",
+    "ValidationResult",
     "is_authorized",
     "is_authorized_batch",
+    "validate",
 ]

@@ -1,0 +1,488 @@
+"""The strict validator: does every policy typecheck against the schema?
+
+```python
+import cedarlite
+result = cedarlite.validate(policy_text, schema_text)
+if not result.passed:
+    for issue in result.errors:
+        print(issue)          # policies.cedar:3:14: error[unknown-attribute]: ...
+```
+
+Cedar's strict validation, as the Rust engine does it (``Validator::validate(.., Strict)``),
+in three parts per policy:
+
+1. **names**: every entity type (literals and ``is``) and action must be declared, and an
+   entity of an enumerated type must use one of its ids (wherever it appears, reachable or not);
+2. **action application**: some action the action scope allows must apply to a principal type
+   and a resource type the principal and resource scopes allow;
+3. **typing**: in every request environment of the schema (principal type, action, resource
+   type), the policy, scope included, must type as a Bool (see
+   :mod:`cedarlite.schema._typecheck`). A policy that is ``False`` in every environment is an
+   *impossible policy*: a warning, not an error (validation still passes).
+
+Templates are typed with their slots linked to every entity type the scope allows; linked
+policies have their link values checked (declared types, action application).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..ast import (
+    And,
+    Binary,
+    BinOp,
+    Expr,
+    Is,
+    Lit,
+    Policy,
+    Scope,
+    ScopeOp,
+    SetLit,
+    Slot,
+    SlotId,
+    Variable,
+    condition_expr,
+)
+from ..errors import ValidationError
+from ..policyset import PolicySet
+from ..source import Span
+from ..values import EntityUID
+from ._lattice import FALSE
+from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in, is_action_type
+from .model import Schema, did_you_mean
+from .types import RecordType
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationIssue:
+    """One validation error or warning.
+
+    ``code`` is stable (``unknown-attribute``, ``unexpected-type``, ``impossible-policy``...);
+    ``message`` is one lowercase line with user input in backticks; ``span`` locates the
+    offending expression in the policy text; ``help`` is an optional hint (a did-you-mean).
+    ``str(issue)`` renders ``source:line:column`` and a caret snippet.
+    """
+
+    policy_id: str
+    code: str
+    message: str
+    span: Span | None = None
+    help: str | None = None
+    severity: Severity = "error"
+    text: str | None = field(default=None, compare=False, repr=False)
+    source: str | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def line(self) -> int | None:
+        """1-based line of the issue, when known."""
+        return self.span.line if self.span else None
+
+    @property
+    def column(self) -> int | None:
+        """1-based column of the issue, when known."""
+        return self.span.column if self.span else None
+
+    def to_error(self) -> ValidationError:
+        """This issue as a :class:`~cedarlite.ValidationError` (to raise or render)."""
+        return ValidationError(
+            f"policy `{self.policy_id}`: {self.message}",
+            span=self.span,
+            text=self.text,
+            source=self.source,
+            help=self.help,
+            code=self.code,
+        )
+
+    def render(self) -> str:
+        """The diagnostic: ``source:line:column: error[code]: ...``, caret snippet and help."""
+        rendered = self.to_error().render()
+        if self.severity == "warning":
+            # CedarliteError renders errors; the one shared renderer is reused for warnings.
+            rendered = rendered.replace(": error[", ": warning[", 1)
+        return rendered
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationResult:
+    """The outcome of :func:`validate`: errors and warnings, each a :class:`ValidationIssue`.
+
+    ``passed`` is true when there are no errors (warnings, such as an impossible policy, do not
+    fail validation, as in Cedar).
+    """
+
+    errors: tuple[ValidationIssue, ...] = ()
+    warnings: tuple[ValidationIssue, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """No errors."""
+        return not self.errors
+
+    def render(self) -> str:
+        """Every issue rendered, errors first (or a one-line success note)."""
+        issues = (*self.errors, *self.warnings)
+        if not issues:
+            return "validation passed"
+        return "\n".join(issue.render() for issue in issues)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def validate(
+    policies: PolicySet | str, schema: Schema | str | Mapping[str, Any]
+) -> ValidationResult:
+    """Validate ``policies`` against ``schema`` in Cedar's strict mode.
+
+    ``policies`` is a :class:`~cedarlite.PolicySet` or Cedar text; ``schema`` a
+    :class:`~cedarlite.schema.Schema`, ``.cedarschema`` text, or a JSON schema (text or the
+    decoded object). Raises :class:`~cedarlite.ParseError` / :class:`~cedarlite.SchemaError`
+    for input that does not parse; everything else is reported in the result.
+    """
+    policy_set = policies if isinstance(policies, PolicySet) else PolicySet.from_str(policies)
+    return Validator(_as_schema(schema)).validate(policy_set)
+
+
+def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, str) and not schema.lstrip().startswith("{"):
+        return Schema.from_str(schema)
+    return Schema.from_json(schema)
+
+
+class Validator:
+    """Validates policies against one schema (its request environments are computed once)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.envs = tuple(
+            TypeEnv(env.principal, env.action, env.resource, _context(schema, env.action))
+            for env in schema.request_environments()
+        )
+        self.known_types = frozenset(schema.entity_types) | schema.action_entity_types
+
+    def validate(self, policies: PolicySet) -> ValidationResult:
+        """Validate every policy, template and template link of ``policies``."""
+        errors: list[ValidationIssue] = []
+        warnings: list[ValidationIssue] = []
+        text = _text_of(policies)
+        for policy in policies:
+            found, notes = self.check(policy)
+            if found and text is not None and any(f.span is None for f in found):
+                found, notes = self.check(policies.spanned(policy.id))  # re-parsed with spans
+            errors += _issues(policy.id, found, "error", text, policies.source)
+            warnings += _issues(policy.id, notes, "warning", text, policies.source)
+        return ValidationResult(tuple(errors), tuple(warnings))
+
+    def check(self, policy: Policy) -> tuple[list[Finding], list[Finding]]:
+        """The errors and warnings of one policy (unlocated when ``policy`` has no spans)."""
+        if policy.template_id is not None:
+            return self.check_link(policy), []
+        errors = [*self.check_names(policy), *self.check_application(policy)]
+        try:
+            impossible = self.check_types(policy, errors)
+        except RecursionError:  # only ASTs built by hand get this deep (the parser stops at 200)
+            deep = Finding("too-deep", "policy is nested too deeply to validate", policy.span)
+            errors.append(deep)
+            impossible = False
+        warnings = [_impossible(policy)] if impossible else []
+        return _dedupe(errors), warnings
+
+    def check_types(self, policy: Policy, sink: list[Finding]) -> bool:
+        """Type ``policy`` in every environment, into ``sink``; true if it is always false."""
+        condition = policy_condition(policy)
+        impossible = True
+        for env in self.environments(policy):
+            if EnvTypechecker(self.schema, env, sink).policy_type(condition) is not FALSE:
+                impossible = False
+        return impossible
+
+    # -- names ---------------------------------------------------------------------------------
+
+    def check_names(self, policy: Policy) -> Iterator[Finding]:
+        """Undeclared entity types and actions, and ids outside an enumerated type."""
+        for uid, span in _entity_literals(policy):
+            yield from self._check_uid(uid, span)
+        for type_name, span in _is_types(policy):
+            if type_name not in self.known_types:
+                yield self._unknown_type(type_name, span)
+
+    def _check_uid(self, uid: EntityUID, span: Span | None) -> Iterator[Finding]:
+        schema = self.schema
+        if uid.type not in self.known_types:
+            yield self._unknown_type(uid.type, span)
+        if is_action_type(uid.type):
+            if uid not in schema.actions:
+                yield Finding(
+                    "unknown-action",
+                    f"unrecognized action `{uid}`",
+                    span,
+                    did_you_mean(str(uid), map(str, schema.actions)),
+                )
+            return
+        definition = schema.entity_types.get(uid.type)
+        if definition is not None and definition.enum is not None and uid.id not in definition.enum:
+            yield Finding(
+                "invalid-enum-entity",
+                f"`{uid}` is not one of the ids of the enumerated entity type `{uid.type}`",
+                span,
+                did_you_mean(uid.id, definition.enum),
+            )
+
+    def _unknown_type(self, type_name: str, span: Span | None) -> Finding:
+        return Finding(
+            "unknown-entity-type",
+            f"unrecognized entity type `{type_name}`",
+            span,
+            did_you_mean(type_name, self.known_types),
+        )
+
+    def check_link(self, policy: Policy) -> list[Finding]:
+        """A template-linked policy: declared link types and action application."""
+        unknown = [
+            self._unknown_type(uid.type, policy.span)
+            for uid in policy.links.values()
+            if uid.type not in self.known_types
+        ]
+        return [*unknown, *self.check_application(policy)]
+
+    # -- action application --------------------------------------------------------------------
+
+    def check_application(self, policy: Policy) -> list[Finding]:
+        """An error unless an action the scope allows applies to types the scope allows."""
+        principals = self.scope_types(policy.principal)
+        resources = self.scope_types(policy.resource)
+        specs = [
+            applies
+            for uid in self.scope_actions(policy.action)
+            if (applies := self.schema.actions[uid].applies_to) is not None
+        ]
+        if any(
+            principals.intersection(s.principal_types) and resources.intersection(s.resource_types)
+            for s in specs
+        ):
+            return []
+        fix = [
+            scope.var.value
+            for scope, pick in (
+                (policy.principal, lambda s: s.principal_types),
+                (policy.resource, lambda s: s.resource_types),
+            )
+            if self._in_would_fix(scope, [pick(s) for s in specs])
+        ]
+        help = f"try `in` instead of `==` in the {' and '.join(fix)} scope" if fix else None
+        return [
+            Finding(
+                "invalid-action-application",
+                "no action the scope allows applies to the principal and resource types it allows",
+                policy.span,
+                help,
+            )
+        ]
+
+    def _in_would_fix(self, scope: Scope, applicable: list[tuple[str, ...]]) -> bool:
+        """``var == E`` matches no applicable type, but a descendant type of ``E`` applies."""
+        if scope.op is not ScopeOp.EQ or not isinstance(scope.entity, EntityUID):
+            return False
+        type_name = scope.entity.type
+        below = self.schema.entity_type_descendants(type_name)
+        return all(type_name not in types for types in applicable) and any(
+            t in below for types in applicable for t in types
+        )
+
+    def scope_types(self, scope: Scope) -> frozenset[str]:
+        """The entity types of principals (or resources) a scope constraint allows."""
+        op, target = scope.op, scope.entity
+        if op in (ScopeOp.IS, ScopeOp.IS_IN):
+            allowed = frozenset(t for t in (scope.entity_type,) if t in self.known_types)
+            if isinstance(target, EntityUID):
+                allowed &= self._types_in(target.type)
+            return allowed
+        if isinstance(target, EntityUID):
+            return frozenset({target.type}) if op is ScopeOp.EQ else self._types_in(target.type)
+        return frozenset(self.schema.entity_types)  # unconstrained, `== ?slot` or `in ?slot`
+
+    def _types_in(self, type_name: str) -> frozenset[str]:
+        return self.schema.entity_type_descendants(type_name) | {type_name}
+
+    def scope_actions(self, scope: Scope) -> frozenset[EntityUID]:
+        """The declared actions an action scope allows."""
+        actions = self.schema.actions
+        if scope.op is ScopeOp.ANY:
+            return frozenset(actions)
+        if scope.op is ScopeOp.EQ:
+            return frozenset({scope.entity} & actions.keys())  # type: ignore[arg-type]
+        groups = scope.entities if scope.op is ScopeOp.IN_SET else (scope.entity,)
+        return actions_in(self.schema, groups) or frozenset()  # type: ignore[arg-type]
+
+    # -- environments --------------------------------------------------------------------------
+
+    def environments(self, policy: Policy) -> Iterator[TypeEnv]:
+        """The request environments to type ``policy`` in (templates: with slots linked)."""
+        if not policy.is_template:
+            yield from self.envs
+            return
+        for env in self.envs:
+            for p_slot in self._slot_types(policy.principal, env.principal):
+                for r_slot in self._slot_types(policy.resource, env.resource):
+                    yield env._replace(principal_slot=p_slot, resource_slot=r_slot)
+
+    def _slot_types(self, scope: Scope, var_type: str) -> Iterable[str | None]:
+        """The entity types a slot may be linked to so that the scope can match ``var_type``."""
+        if scope.slot is None:
+            return (None,)
+        if scope.op is ScopeOp.EQ:
+            return (var_type,)
+        schema = self.schema
+        if scope.op in (ScopeOp.IN, ScopeOp.IS_IN):
+            below = schema.entity_type_descendants
+            above = [t for t in schema.entity_types if var_type in below(t)]
+            return (*above, var_type)
+        return tuple(schema.entity_types)
+
+
+# ---------------------------------------------------------------------------------------------
+# The policy as one expression, and the literals in it
+
+
+def policy_condition(policy: Policy) -> Expr:
+    """``principal-scope && (action-scope && (resource-scope && (cond1 && ...)))``."""
+    parts = [scope_expr(s) for s in (policy.principal, policy.action, policy.resource)]
+    parts += [condition_expr(c) for c in policy.conditions]
+    expr = parts.pop()
+    while parts:
+        left = parts.pop()
+        expr = And(left, expr, span=left.span)
+    return expr
+
+
+def scope_expr(scope: Scope) -> Expr:
+    """A scope constraint as the expression it stands for (``true`` when unconstrained)."""
+    span = scope.span
+    var = Variable(scope.var, span=span)
+    target = _target(scope.entity, span)
+    match scope.op:
+        case ScopeOp.ANY:
+            return Lit(True, span=span)
+        case ScopeOp.EQ:
+            return Binary(BinOp.EQ, var, target, span=span)  # type: ignore[arg-type]
+        case ScopeOp.IN:
+            return Binary(BinOp.IN, var, target, span=span)  # type: ignore[arg-type]
+        case ScopeOp.IS:
+            return Is(var, scope.entity_type, span=span)  # type: ignore[arg-type]
+        case ScopeOp.IS_IN:
+            return Is(var, scope.entity_type, target, span=span)  # type: ignore[arg-type]
+    elements = tuple(Lit(uid, span=span) for uid in scope.entities)
+    return Binary(BinOp.IN, var, SetLit(elements, span=span), span=span)
+
+
+def _target(entity: EntityUID | SlotId | None, span: Span | None) -> Expr | None:
+    if isinstance(entity, SlotId):
+        return Slot(entity, span=span)
+    return None if entity is None else Lit(entity, span=span)
+
+
+def subexpressions(expr: Expr) -> Iterator[Expr]:
+    """``expr`` and every expression inside it (iteratively, in no particular order)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in node.__dataclass_fields__:
+            value = getattr(node, name)
+            if isinstance(value, Expr):
+                stack.append(value)
+            elif isinstance(value, tuple):
+                stack.extend(_exprs_in(value))
+
+
+def _exprs_in(items: tuple[Any, ...]) -> Iterator[Expr]:
+    for item in items:
+        if isinstance(item, Expr):
+            yield item
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Expr):
+            yield item[1]  # a record entry (key, value)
+
+
+def _scopes(policy: Policy) -> tuple[Scope, Scope, Scope]:
+    return policy.principal, policy.action, policy.resource
+
+
+def _entity_literals(policy: Policy) -> Iterator[tuple[EntityUID, Span | None]]:
+    for scope in _scopes(policy):
+        if isinstance(scope.entity, EntityUID):
+            yield scope.entity, scope.span
+        for uid in scope.entities:
+            yield uid, scope.span
+    for cond in policy.conditions:
+        for node in subexpressions(cond.body):
+            if node.__class__ is Lit and isinstance(node.value, EntityUID):
+                yield node.value, node.span
+
+
+def _is_types(policy: Policy) -> Iterator[tuple[str, Span | None]]:
+    for scope in _scopes(policy):
+        if scope.entity_type is not None:
+            yield scope.entity_type, scope.span
+    for cond in policy.conditions:
+        for node in subexpressions(cond.body):
+            if node.__class__ is Is:
+                yield node.entity_type, node.span
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _impossible(policy: Policy) -> Finding:
+    return Finding(
+        "impossible-policy",
+        "policy is impossible: it is false for every request the schema allows",
+        policy.span,
+        "check the scope and conditions against the schema's `appliesTo`",
+    )
+
+
+def _context(schema: Schema, action: EntityUID) -> RecordType:
+    applies = schema.actions[action].applies_to
+    assert applies is not None  # INVARIANT: request environments come from `appliesTo`
+    return applies.context
+
+
+def _text_of(policies: PolicySet) -> str | None:
+    """The text a policy set was parsed from, if any (for caret snippets)."""
+    text = getattr(policies, "text", None)
+    if text is None:
+        # PolicySet keeps its text privately; a public accessor is requested from its owner.
+        text = policies._cache.get("text")
+    return text if isinstance(text, str) else None
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    """Drop repeats (the same problem found in several environments)."""
+    return list(dict.fromkeys(findings))
+
+
+def _issues(
+    policy_id: str,
+    findings: list[Finding],
+    severity: Severity,
+    text: str | None,
+    source: str | None,
+) -> list[ValidationIssue]:
+    return [
+        ValidationIssue(policy_id, f.code, f.message, f.span, f.help, severity, text, source)
+        for f in findings
+    ]
+
+
+__all__ = ["ValidationIssue", "ValidationResult", "Validator", "validate"]
