@@ -9,16 +9,14 @@ tree so the formatter can print it back; the evaluator gives each its Cedar mean
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from functools import lru_cache
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
 
 from .source import Span
 from .values import EntityUID
-
 
 RESERVED = frozenset({"true", "false", "if", "then", "else", "in", "like", "has", "is"})
 """Identifiers that cannot name attributes, record keys, entity types or variables."""
@@ -113,15 +111,11 @@ WILDCARD = _Wildcard()
 PatternElem = str | _Wildcard
 
 
-def _span() -> Any:
-    return field(default=None, kw_only=True, compare=False, repr=False)
-
-
 @dataclass(frozen=True, slots=True)
 class Expr:
     """Base of all expression nodes."""
 
-    span: Span | None = _span()
+    span: Span | None = field(default=None, kw_only=True, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +273,7 @@ class Scope:
     entity: EntityUID | SlotId | None = None
     entity_type: str | None = None
     entities: tuple[EntityUID, ...] = ()
-    span: Span | None = _span()
+    span: Span | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     @property
     def slot(self) -> SlotId | None:
@@ -300,7 +294,7 @@ class Condition:
 
     kind: ConditionKind
     body: Expr
-    span: Span | None = _span()
+    span: Span | None = field(default=None, kw_only=True, compare=False, repr=False)
 
 
 def _freeze_annotations(value: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -327,7 +321,7 @@ class Policy:
     )
     template_id: str | None = None
     links: Mapping[str, EntityUID] = field(default_factory=lambda: MappingProxyType({}), hash=False)
-    span: Span | None = _span()
+    span: Span | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.annotations, MappingProxyType):
@@ -351,3 +345,28 @@ def condition_expr(cond: Condition) -> Expr:
     if cond.kind is ConditionKind.WHEN:
         return cond.body
     return Unary(UnaryOp.NOT, cond.body, span=cond.body.span)
+
+
+def children(node: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of an expression node, in source order."""
+    out: list[Expr] = []
+    for name in node.__dataclass_fields__:
+        value = getattr(node, name)
+        if isinstance(value, Expr):
+            out.append(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Expr):
+                    out.append(item)
+                elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Expr):
+                    out.append(item[1])  # a record literal's (key, value)
+    return tuple(out)
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """``expr`` and every expression inside it, pre-order (iterative: any depth is fine)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))

@@ -20,15 +20,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from lark import Lark, Token, Transformer
-from lark.lark import PostLex
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+from lark.lark import PostLex
 
 from . import ast
 from .ast import (
     RESERVED,
     WILDCARD,
-    is_action_type,
-    is_valid_type_name,
     BinOp,
     Condition,
     ConditionKind,
@@ -40,6 +38,8 @@ from .ast import (
     SlotId,
     UnaryOp,
     Var,
+    is_action_type,
+    is_valid_type_name,
 )
 from .errors import ParseError
 from .ext import FUNCTIONS as EXT_FUNCTIONS
@@ -508,27 +508,12 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
 def _check_depth(expr: Expr) -> None:
     """Reject expressions nested deeper than :data:`MAX_NESTING` (iteratively: no recursion)."""
-    stack: list[tuple[Any, int]] = [(expr, 1)]
+    stack: list[tuple[Expr, int]] = [(expr, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_NESTING:
             _fail(f"expression is nested too deeply (more than {MAX_NESTING} levels)", node.span)
-        for child in _children(node):
-            stack.append((child, depth + 1))
-
-
-def _children(node: Any) -> Iterator[Expr]:
-    """The direct sub-expressions of an expression node."""
-    for name in node.__dataclass_fields__:
-        value = getattr(node, name)
-        if isinstance(value, Expr):
-            yield value
-        elif isinstance(value, tuple):
-            for item in value:
-                if isinstance(item, Expr):
-                    yield item
-                elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Expr):
-                    yield item[1]
+        stack.extend((child, depth + 1) for child in ast.children(node))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -137,6 +137,11 @@ class PolicySet:
             )
         return cached  # type: ignore[no-any-return]
 
+    @property
+    def text(self) -> str | None:
+        """The Cedar text the set was parsed from (None for sets built from policies)."""
+        return self._cache.get("text")  # type: ignore[no-any-return]
+
     def spanned(self, policy_id: str) -> Policy:
         """The policy with spans on every node (large sets are parsed without inner spans).
 
@@ -144,7 +149,7 @@ class PolicySet:
         text the set was parsed from.
         """
         policy = self[policy_id]
-        text = self._cache.get("text")
+        text = self.text
         if text is None or policy.span is None or policy.template_id is not None:
             return policy
         start = policy.span.start

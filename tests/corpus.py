@@ -105,15 +105,17 @@ def corpus_tests() -> Iterator[ConformanceTest]:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How cedarlite fared on one conformance test."""
+    """How cedarlite fared on one conformance test: its requests and its validation flag."""
 
     requests: int
     matched: int
     mismatches: list[str]
+    validation_agrees: bool
 
 
-def run_authorization(test: ConformanceTest, engine: str = "compiled") -> Outcome:
-    """Run every request of ``test`` through cedarlite; compare decision, reasons and errors."""
+def run_test(test: ConformanceTest, engine: str = "compiled") -> Outcome:
+    """Validate the policies against the schema (compare with ``shouldValidate``) and run every
+    request through cedarlite (compare decision, reasons and errors)."""
     import cedarlite
     from cedarlite.schema import Schema
 
@@ -123,7 +125,11 @@ def run_authorization(test: ConformanceTest, engine: str = "compiled") -> Outcom
         policies = cedarlite.PolicySet.from_str(test.policies_text, test.policies_path)
         entities = cedarlite.Entities.from_json(test.entities_json, schema=schema)
     except cedarlite.CedarliteError as err:
-        return Outcome(len(test.requests), 0, [f"{test.name}: setup failed: {err.message}"])
+        failure = f"{test.name}: setup failed: {err.message}"
+        return Outcome(len(test.requests), 0, [failure], False)
+    passed = cedarlite.validate(policies, schema).passed
+    if passed != test.should_validate:
+        mismatches.append(f"{test.name}: validate passed={passed}, want {test.should_validate}")
     matched = 0
     for req in test.requests:
         try:
@@ -144,4 +150,4 @@ def run_authorization(test: ConformanceTest, engine: str = "compiled") -> Outcom
             matched += 1
         else:
             mismatches.append(f"{test.name} / {req['description']}: got {got}, want {want}")
-    return Outcome(len(test.requests), matched, mismatches)
+    return Outcome(len(test.requests), matched, mismatches, passed == test.should_validate)

@@ -10,7 +10,6 @@ import json
 import time
 
 import pytest
-from corpus import DATA_ROOT, ConformanceTest, corpus_tests, handwritten_tests
 
 import cedarlite
 from cedarlite import ParseError, PolicySet, SchemaError, ValidationError
@@ -57,55 +56,8 @@ def when(condition: str, scope: str = "principal, action == Action::\"view\", re
     return f"permit({scope}) when {{ {condition} }};"
 
 
-# ---------------------------------------------------------------------------------------------
-# The conformance corpus
-
-needs_corpus = pytest.mark.skipif(DATA_ROOT is None, reason="cedar-conformance data not found")
-
-
-def _verdicts(tests: list[ConformanceTest]) -> tuple[list[str], float]:
-    """Names of the tests whose ``passed`` differs from ``shouldValidate``, and the seconds spent
-    validating (parsing, cached by text since many tests share schemas or policies, excluded)."""
-    schemas: dict[str, Schema] = {}
-    policy_sets: dict[str, PolicySet] = {}
-    elapsed = 0.0
-    wrong = []
-    for test in tests:
-        schema = schemas.get(test.schema_text)
-        if schema is None:
-            schema = schemas[test.schema_text] = Schema.from_str(test.schema_text)
-        policies = policy_sets.get(test.policies_text)
-        if policies is None:
-            policies = policy_sets[test.policies_text] = PolicySet.from_str(test.policies_text)
-        start = time.perf_counter()
-        passed = Validator(schema).validate(policies).passed
-        elapsed += time.perf_counter() - start
-        if passed != test.should_validate:
-            wrong.append(f"{test.name}: passed={passed}, shouldValidate={test.should_validate}")
-    return wrong, elapsed
-
-
-@needs_corpus
-def test_handwritten_validation_flags() -> None:
-    """All 22 hand-written tests get their ``shouldValidate`` flag."""
-    wrong, _ = _verdicts(list(handwritten_tests()))
-    assert wrong == []
-
-
-@needs_corpus
-def test_corpus_validation_flags() -> None:
-    """>= 99.9% of the 7,809 corpus tests get their ``shouldValidate`` flag (all, today)."""
-    tests = list(corpus_tests())
-    wrong, elapsed = _verdicts(tests)
-    agree = len(tests) - len(wrong)
-    print(
-        f"\ncorpus validation: {agree}/{len(tests)} flags agree "
-        f"({100 * agree / len(tests):.2f}%), validated in {elapsed:.1f}s"
-    )
-    for line in wrong:
-        print("  ", line)
-    assert len(tests) == 7809
-    assert agree * 1000 >= len(tests) * 999
+# The conformance corpus's validation flags are checked, with its requests, in
+# tests/test_conformance.py (one parse of each test serves both).
 
 
 # ---------------------------------------------------------------------------------------------

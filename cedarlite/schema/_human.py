@@ -19,6 +19,7 @@ from lark.exceptions import UnexpectedInput
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
+from ..ast import RESERVED
 from ..errors import SchemaError
 from ..source import BadEscape, Span, decode_literal
 from ..values import EntityUID, quote_string
@@ -41,7 +42,6 @@ from .model import (
     Where,
     namespace_of,
 )
-from ..ast import RESERVED
 from .types import annotation_text, frozen_map, type_text
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..ast import is_valid_ident
 from ..source import Span
 from .model import (
     ActionDef,
@@ -33,7 +34,6 @@ from .model import (
     did_you_mean,
     namespace_of,
 )
-from ..ast import is_valid_ident
 from .types import (
     BOOL,
     EXTENSION_TYPE_NAMES,

@@ -47,6 +47,7 @@ from ..ast import (
     UnaryOp,
     Var,
     Variable,
+    is_action_type,
     is_valid_ident,
 )
 from ..errors import CedarliteError
@@ -105,11 +106,6 @@ class TypeEnv(NamedTuple):
     context: RecordType
     principal_slot: str | None = None
     resource_slot: str | None = None
-
-
-def is_action_type(type_name: str) -> bool:
-    """Cedar's rule: an entity type is an action type when its last segment is ``Action``."""
-    return type_name == "Action" or type_name.endswith("::Action")
 
 
 def literal_type(schema: Schema, uid: EntityUID) -> CedarType | None:

@@ -16,7 +16,7 @@ from typing import Any
 from ..entities import Entity, JSONValueError, uid_from_json, value_from_json
 from ..errors import EntitiesError, EvaluationError, RequestError
 from ..evaluator import Request
-from ..ext import CONSTRUCTORS, from_extn_json
+from ..ext import CONSTRUCTORS
 from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
 from .model import Schema, did_you_mean
 from .types import (
@@ -60,7 +60,7 @@ def check_enum(uid: EntityUID, schema: Schema, where: str) -> None:
         )
 
 
-def decode(obj: Any, t: CedarType, where: str, schema: Schema) -> Any:  # noqa: C901
+def decode(obj: Any, t: CedarType, where: str, schema: Schema) -> Any:
     """The Cedar value of JSON ``obj`` read as type ``t``; raises :class:`ConformError`."""
     match t:
         case BoolType():

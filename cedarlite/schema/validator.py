@@ -45,6 +45,7 @@ from ..ast import (
     SlotId,
     Variable,
     condition_expr,
+    walk,
 )
 from ..errors import ValidationError
 from ..policyset import PolicySet
@@ -391,28 +392,6 @@ def _target(entity: EntityUID | SlotId | None, span: Span | None) -> Expr | None
     return None if entity is None else Lit(entity, span=span)
 
 
-def subexpressions(expr: Expr) -> Iterator[Expr]:
-    """``expr`` and every expression inside it (iteratively, in no particular order)."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
-        for name in node.__dataclass_fields__:
-            value = getattr(node, name)
-            if isinstance(value, Expr):
-                stack.append(value)
-            elif isinstance(value, tuple):
-                stack.extend(_exprs_in(value))
-
-
-def _exprs_in(items: tuple[Any, ...]) -> Iterator[Expr]:
-    for item in items:
-        if isinstance(item, Expr):
-            yield item
-        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Expr):
-            yield item[1]  # a record entry (key, value)
-
-
 def _scopes(policy: Policy) -> tuple[Scope, Scope, Scope]:
     return policy.principal, policy.action, policy.resource
 
@@ -424,7 +403,7 @@ def _entity_literals(policy: Policy) -> Iterator[tuple[EntityUID, Span | None]]:
         for uid in scope.entities:
             yield uid, scope.span
     for cond in policy.conditions:
-        for node in subexpressions(cond.body):
+        for node in walk(cond.body):
             if node.__class__ is Lit and isinstance(node.value, EntityUID):
                 yield node.value, node.span
 
@@ -434,7 +413,7 @@ def _is_types(policy: Policy) -> Iterator[tuple[str, Span | None]]:
         if scope.entity_type is not None:
             yield scope.entity_type, scope.span
     for cond in policy.conditions:
-        for node in subexpressions(cond.body):
+        for node in walk(cond.body):
             if node.__class__ is Is:
                 yield node.entity_type, node.span
 
@@ -460,11 +439,7 @@ def _context(schema: Schema, action: EntityUID) -> RecordType:
 
 def _text_of(policies: PolicySet) -> str | None:
     """The text a policy set was parsed from, if any (for caret snippets)."""
-    text = getattr(policies, "text", None)
-    if text is None:
-        # PolicySet keeps its text privately; a public accessor is requested from its owner.
-        text = policies._cache.get("text")
-    return text if isinstance(text, str) else None
+    return policies.text
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
