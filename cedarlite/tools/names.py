@@ -1,0 +1,151 @@
+"""Tool names, allow/deny entries and patterns (spec §3, §5.1).
+
+Every comparison in the tool-policy layer happens on *normalized* strings: :func:`norm` trims
+JavaScript whitespace, lower-cases and maps the aliases (``bash`` → ``exec``). Entries of allow
+and deny lists expand core groups (:func:`expand`) and become patterns (:func:`pattern_of`) in
+which only ``*`` is special. Agent ids have their own normalization (:func:`norm_agent_id`).
+
+These are pure functions on strings; :mod:`cedarlite.tools.compile` uses them to expand entries
+against a catalog when it writes Cedar policies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+#: JavaScript's ``String.prototype.trim`` whitespace (spec §3.1).
+JS_WHITESPACE = (
+    "\t\n\x0b\x0c\r \u00a0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+#: Whole-name aliases (spec §3.1).
+ALIASES: dict[str, str] = {"bash": "exec", "apply-patch": "apply_patch"}
+
+#: Characters a ``*`` of a glob does not match (spec §3.3).
+_LINE_TERMINATORS = "\n\r\u2028\u2029"
+
+
+def js_trim(value: str) -> str:
+    """``value.trim()`` as JavaScript defines it."""
+    return value.strip(JS_WHITESPACE)
+
+
+def trim_lower(value: Any) -> str:
+    """Trimmed and lower-cased (no aliases): plugin ids, byProvider keys, channel ids.
+
+    Anything that is not a string gives ``""``.
+    """
+    return js_trim(value).lower() if isinstance(value, str) else ""
+
+
+def norm(value: Any) -> str:
+    """The normalized form of a tool name or list entry (spec §3.1).
+
+    Not a string → ``""``; otherwise trimmed, lower-cased, then replaced through the alias table
+    (whole names only: ``bash*`` stays ``bash*``).
+    """
+    if not isinstance(value, str):
+        return ""
+    lowered = js_trim(value).lower()
+    return ALIASES.get(lowered, lowered)
+
+
+_AGENT_ID_OK = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.IGNORECASE | re.ASCII)
+_AGENT_ID_BAD_RUN = re.compile(r"[^a-z0-9_-]+")
+
+
+def norm_agent_id(value: Any) -> str:
+    """``normAgentId`` (spec §5.1): a lower-case id of at most 64 ``[a-z0-9_-]`` characters.
+
+    ``" Ops Team "`` → ``ops-team``; empty, blank or unusable values → ``main``.
+    """
+    text = js_trim(value) if isinstance(value, str) else ""
+    if not text:
+        return "main"
+    if _AGENT_ID_OK.fullmatch(text):
+        return text.lower()
+    cleaned = _AGENT_ID_BAD_RUN.sub("-", text.lower()).strip("-")[:64]
+    return cleaned or "main"
+
+
+def dedupe(items: Iterable[Any]) -> list[Any]:
+    """``items`` without repetitions, first occurrence kept (exact JSON-value comparison).
+
+    ``1`` and ``true`` and ``"1"`` are different entries, as in JavaScript's ``===``.
+    """
+    seen: set[Hashable] = set()
+    out: list[Any] = []
+    for item in items:
+        key = _identity(item)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def _identity(value: Any) -> Hashable:
+    """A key equal for values JavaScript's ``===`` finds equal (``1`` and ``1.0`` are)."""
+    if isinstance(value, bool | str) or value is None:
+        return (type(value).__name__, value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    return ("object", id(value))  # objects and arrays are only equal to themselves
+
+
+# ---------------------------------------------------------------------------------------------
+# Patterns
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """One compiled entry: ``*`` (everything), an exact name, or a glob.
+
+    ``kind`` is ``"all"``, ``"exact"`` or ``"glob"``; ``text`` the normalized entry.
+    """
+
+    kind: str
+    text: str
+
+    def matches(self, name: str) -> bool:
+        """Whether a normalized name matches this pattern."""
+        if self.kind == "all":
+            return True
+        if self.kind == "exact":
+            return name == self.text
+        return glob_regex(self.text).fullmatch(name) is not None
+
+
+def pattern_of(entry: Any) -> Pattern | None:
+    """The pattern of one entry (spec §3.3), or ``None`` for an entry that is blank."""
+    text = norm(entry)
+    if not text:
+        return None
+    if text == "*":
+        return Pattern("all", text)
+    if "*" not in text:
+        return Pattern("exact", text)
+    return Pattern("glob", text)
+
+
+@lru_cache(maxsize=4096)
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """The anchored regex of a glob: ``*`` is any run of non-line-terminator characters."""
+    star = f"[^{_LINE_TERMINATORS}]*"
+    return re.compile(star.join(re.escape(part) for part in glob.split("*")))
+
+
+def expand(entries: Iterable[Any], groups: dict[str, tuple[str, ...]]) -> list[str]:
+    """Core group expansion (spec §3.2): normalize, drop blanks, replace group keys, dedupe."""
+    out: list[str] = []
+    for entry in entries:
+        text = norm(entry)
+        if not text:
+            continue
+        out.extend(groups.get(text, (text,)))
+    return dedupe(out)

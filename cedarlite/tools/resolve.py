@@ -1,0 +1,725 @@
+"""Resolve the tools of a run through the compiled Cedar policies (spec §5-§10).
+
+:func:`resolve_tools` is the whole layer: it builds (or reuses) the catalog of the run's tools
+and the Cedar policies of the configuration, turns the run context into a Cedar request context,
+asks the engine once per tool, and reports the survivors in input order, the step that removed
+each other tool, the diagnostics of §10 and, when an explicit allowlist left nothing callable, the
+guard error of §9. Python never filters here: every keep/remove is a Cedar decision.
+
+:class:`ToolPolicy` is the same, compiled once for a configuration and a catalog: the object to
+keep around when a process resolves many runs or decides many calls.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from cachetools import LRUCache
+
+from ..authorizer import Decision, Response, is_authorized
+from ..compiler import is_authorized_batch
+from ..entities import Entities
+from ..errors import CedarliteError
+from ..evaluator import Evaluator, Request
+from ..policyset import PolicySet
+from ..values import I64_MAX, I64_MIN, EntityUID, Record
+from .catalog import (
+    CORE_GROUPS,
+    CORE_TOOL_IDS,
+    GROUP_PLUGINS,
+    ToolCatalog,
+    ToolInfo,
+    ToolsError,
+    agent_uid,
+)
+from .compile import (
+    LAYER_COLLISION,
+    LAYER_ID_CONFLICT,
+    LAYER_OPTIONAL,
+    LAYER_OWNER,
+    LAYER_TOOLS_ENABLED,
+    STEP_LABELS,
+    CompiledStep,
+    ToolPolicySet,
+    compile_config,
+)
+from .config import ToolsConfig, js_truthy, load_config
+from .names import js_trim, norm, norm_agent_id, trim_lower
+from .params import ToolArgumentError, call_arguments, call_entity
+
+#: The engine every tool decision uses: cedarlite's compiled decision index (the reference
+#: interpreter, ``"reference"``, gives the same answers).
+ENGINE = "compiled"
+
+log = logging.getLogger("cedarlite.tools")
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+class EmptyAllowlistError(CedarliteError):
+    """An explicit allowlist left no callable tool (spec §9); ``str()`` is the guard message.
+
+    ``resolution`` is the :class:`ToolResolution` that triggered it.
+    """
+
+    code = "E0820"
+
+    def __init__(self, message: str, resolution: ToolResolution | None = None) -> None:
+        super().__init__(message)
+        self.resolution = resolution
+
+    def render(self) -> str:
+        return self.message
+
+
+# ---------------------------------------------------------------------------------------------
+# The run context
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """A run context (spec §4.3) normalized for the Cedar request.
+
+    ``agent`` is the agent id (normalized, or the default agent of the configuration);
+    ``provider`` is trimmed and lower-cased (``""`` when absent) and ``provider_model`` the
+    model-specific byProvider key (``"<provider>/<model>"``, or the model id when it contains
+    ``/``; ``""`` without a provider or a model); ``channel`` is trimmed and lower-cased,
+    ``group_id`` trimmed; the flags count only when exactly ``true`` (``tools_enabled`` only
+    when exactly ``false``); ``subagent_depth`` is the whole number given, else 0.
+    """
+
+    agent: str = "main"
+    provider: str = ""
+    provider_model: str = ""
+    channel: str = ""
+    group_id: str = ""
+    sandboxed: bool = False
+    sender_is_owner: bool = False
+    subagent_depth: int = 0
+    tools_enabled: bool = True
+
+    @classmethod
+    def of(cls, context: Mapping[str, Any] | None, config: ToolsConfig) -> RunContext:
+        """Normalize a run context given as in spec §4.3."""
+        if context is None:
+            context = {}
+        if not isinstance(context, Mapping):
+            raise ToolsError("the run context must be a JSON object")
+        agent_id = context.get("agentId")
+        if isinstance(agent_id, str) and js_trim(agent_id):
+            agent = norm_agent_id(agent_id)
+        else:
+            agent = default_agent(config)
+        provider = trim_lower(context.get("provider"))
+        model = trim_lower(context.get("model"))
+        provider_model = ""
+        if provider and model:
+            provider_model = model if "/" in model else f"{provider}/{model}"
+        group_id = context.get("groupId")
+        return cls(
+            agent=agent,
+            provider=provider,
+            provider_model=provider_model,
+            channel=trim_lower(context.get("channel")),
+            group_id=js_trim(group_id) if isinstance(group_id, str) else "",
+            sandboxed=context.get("sandboxed") is True,
+            sender_is_owner=context.get("senderIsOwner") is True,
+            subagent_depth=_whole(context.get("subagentDepth")),
+            tools_enabled=context.get("toolsEnabled") is not False,
+        )
+
+    @property
+    def principal(self) -> EntityUID:
+        """``Agent::"<agent>"``."""
+        return agent_uid(self.agent)
+
+    def record(self) -> Record:
+        """The Cedar context record of a request (one shared object per run context, so that
+        decision caches compare it by identity)."""
+        return _record(self)
+
+    def _build_record(self) -> Record:
+        return Record(
+            {
+                "agent": self.agent,
+                "provider": self.provider,
+                "providerModel": self.provider_model,
+                "channel": self.channel,
+                "groupId": self.group_id,
+                "sandboxed": self.sandboxed,
+                "senderIsOwner": self.sender_is_owner,
+                "subagentDepth": self.subagent_depth,
+                "toolsEnabled": self.tools_enabled,
+            }
+        )
+
+
+@lru_cache(maxsize=1024)
+def _record(run: RunContext) -> Record:
+    return run._build_record()
+
+
+def _whole(value: Any) -> int:
+    """A whole number (clamped to 64 bits), else 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+        return 0
+    return max(I64_MIN, min(I64_MAX, int(value)))
+
+
+def default_agent(config: ToolsConfig) -> str:
+    """The default agent (spec §5.1): the first list entry marked ``default``, else the first."""
+    entries = [e for e in (config.agents.entries or ()) if e is not None] if config.agents else []
+    if not entries:
+        return "main"
+    chosen = next((e for e in entries if js_truthy(e.default)), entries[0])
+    return norm_agent_id(chosen.id if isinstance(chosen.id, str) else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True)
+class ToolDecision:
+    """The Cedar answer for one tool of the run: its decision, and the layer that removed it."""
+
+    tool: ToolInfo
+    response: Response | None
+    removed_by: str | None
+
+    @property
+    def allowed(self) -> bool:
+        """The tool is offered to the model."""
+        return self.removed_by is None
+
+
+@dataclass(frozen=True)
+class ToolResolution:
+    """The tools a run may see.
+
+    ``allowed``: names exactly as given, in input order. ``removed``: each other tool name →
+    the label of the earliest layer (pipeline order) whose policy removed it. ``warnings``: the
+    diagnostics of spec §10 and the registration diagnostics of §6.2. ``error``: the guard
+    message of §9 when it applies (:func:`resolve_tools` raises it).
+    """
+
+    allowed: list[Any]
+    removed: dict[Any, str]
+    warnings: list[str]
+    error: str | None = None
+    context: RunContext = field(default_factory=RunContext)
+    decisions: tuple[ToolDecision, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The output of spec §4.4: ``{"allowed": [...]}`` or ``{"error": "..."}``."""
+        return {"error": self.error} if self.error is not None else {"allowed": list(self.allowed)}
+
+
+@dataclass(frozen=True)
+class StepTrace:
+    """One layer of :func:`explain`: did it apply, what did it decide, and why.
+
+    ``verdict`` is ``"removed"``, ``"kept"`` or ``"skipped"`` (the layer has no policy for this
+    run). ``allow_matches``/``deny_matches`` are the configured entries that match the tool;
+    ``policies`` the ``@id`` of the layer's Cedar policies, ``fired`` those that were satisfied.
+    """
+
+    label: str
+    verdict: str
+    allow_matches: tuple[Any, ...] = ()
+    deny_matches: tuple[Any, ...] = ()
+    policies: tuple[str, ...] = ()
+    fired: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        parts = [f"{self.label}: {self.verdict}"]
+        if self.verdict == "removed" and self.policies and not self.deny_matches:
+            parts.append("not in the allowlist" if not self.allow_matches else "")
+        if self.allow_matches:
+            parts.append(f"allowed by {_show(self.allow_matches)}")
+        if self.deny_matches:
+            parts.append(f"denied by {_show(self.deny_matches)}")
+        if self.fired:
+            parts.append(f"policies {_show(self.fired)}")
+        return "; ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The step-by-step trace of one tool (:func:`explain`)."""
+
+    tool: Any
+    allowed: bool
+    removed_by: str | None
+    steps: tuple[StepTrace, ...]
+
+    def __str__(self) -> str:
+        head = f"{self.tool}: " + ("allowed" if self.allowed else f"removed by {self.removed_by}")
+        return "\n".join([head, *(f"  {s}" for s in self.steps)])
+
+
+def _show(items: Iterable[Any]) -> str:
+    return ", ".join(str(i) for i in items)
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled policy of a configuration and catalog
+
+
+class ToolPolicy:
+    """A tools configuration compiled for one catalog (build once, resolve many runs).
+
+    ``config`` is the JSON configuration (spec §4.1); ``tools`` the run's tool list (spec §4.2)
+    or a :class:`ToolCatalog`; ``engine`` the cedarlite engine (``"compiled"`` or
+    ``"reference"``, which agree). ``issues`` lists the configuration values the spec reads as
+    not set.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | str | None,
+        tools: Iterable[Mapping[str, Any]] | ToolCatalog,
+        *,
+        engine: str = ENGINE,
+    ) -> None:
+        self.engine = engine
+        self.config, self.issues = load_config(config)
+        self.catalog = tools if isinstance(tools, ToolCatalog) else ToolCatalog.from_tools(tools)
+        self.policies: ToolPolicySet = compile_config(self.config, self.catalog)
+        self.entities: Entities = self.catalog.entities
+        self._merged: dict[Any, tuple[Any, PolicySet]] = {}
+        self._targets = [(t, t.action, t.resource) for t in self.catalog.tools if t.registered]
+
+    def __repr__(self) -> str:
+        return f"<ToolPolicy: {len(self.policies)} policies, {len(self.catalog)} tools>"
+
+    def to_cedar(self) -> str:
+        """The Cedar text of the compiled policies."""
+        return self.policies.to_cedar()
+
+    # -- deciding --------------------------------------------------------------------------
+
+    def decide(self, run: RunContext) -> tuple[ToolDecision, ...]:
+        """The Cedar decision for every tool of the catalog, in input order."""
+        record = run.record()
+        principal = run.principal
+        requests = [
+            Request(principal, action, resource, record) for _, action, resource in self._targets
+        ]
+        answers = iter(_authorize_all(requests, self.policies, self.entities, self.engine))
+        out = []
+        for t in self.catalog.tools:
+            if not t.registered:
+                label = LAYER_ID_CONFLICT if t.dropped == "plugin-id-conflict" else LAYER_COLLISION
+                out.append(ToolDecision(t, None, label))
+                continue
+            response = next(answers)
+            out.append(ToolDecision(t, response, self._removed_by(response)))
+        return tuple(out)
+
+    def _removed_by(self, response: Response) -> str | None:
+        if response.decision is Decision.ALLOW and not response.errors:
+            return None
+        layers = [self.policies.plan.layer_of(pid) for pid in response.reasons]
+        ranked = sorted(x for x in layers if x is not None)
+        if ranked:
+            return ranked[0][1]
+        if response.errors:  # fail closed: a policy that cannot be evaluated removes the tool
+            return f"error: {response.errors[0]}"
+        return "no permit"  # pragma: no cover - the blanket permit always applies
+
+    def applies(self, step: CompiledStep, run: RunContext) -> bool:
+        """Whether a compiled step applies to a run (its condition, evaluated by Cedar)."""
+        request = Request(run.principal, _ANY_ACTION, _ANY_RESOURCE, run.record())
+        return bool(Evaluator(request, self.entities).evaluate(step.variant.applies))
+
+    def resolve(self, context: Mapping[str, Any] | None) -> ToolResolution:
+        """The tools offered to the model for a run (spec §4.4); never raises the guard."""
+        run = RunContext.of(context, self.config)
+        decisions = self.decide(run)
+        allowed = [d.tool.name for d in decisions if d.allowed]
+        allowed_keys = {_name_key(n) for n in allowed}
+        removed: dict[Any, str] = {}
+        for d in decisions:
+            key = _name_key(d.tool.name)
+            if d.removed_by is not None and key not in allowed_keys and key not in removed:
+                removed[key] = d.removed_by
+        steps = [s for s in self.policies.plan.steps if self.applies(s, run)]
+        warnings = self._registration_notes(decisions) + _unknown_entry_warnings(steps, decisions)
+        _emit(warnings)
+        error = _guard(steps, decisions, run)
+        return ToolResolution(allowed, removed, warnings, error, run, decisions)
+
+    @staticmethod
+    def _registration_notes(decisions: Sequence[ToolDecision]) -> list[str]:
+        """The diagnostics of spec §6.2, in input order."""
+        notes = []
+        for d in decisions:
+            if d.removed_by == LAYER_ID_CONFLICT:
+                notes.append(f"plugin id conflicts with core tool name ({d.tool.plugin_id})")
+            elif d.removed_by == LAYER_COLLISION:
+                notes.append(f"plugin tool name conflict ({d.tool.plugin_id}): {d.tool.name}")
+        return list(dict.fromkeys(notes))
+
+    def explain(self, tool: Any, context: Mapping[str, Any] | None) -> Explanation:
+        """The step-by-step trace of one tool (a name of the catalog, exactly as given)."""
+        run = RunContext.of(context, self.config)
+        info = tool if isinstance(tool, ToolInfo) else self.catalog.find(tool)
+        if info is None:
+            info = next((t for t in self.catalog.tools if t.name == tool), None)
+        if info is None:
+            raise ToolsError(f"no tool `{tool}` in the catalog")
+        decision = next(d for d in self.decide(run) if d.tool.index == info.index)
+        return Explanation(
+            info.name, decision.allowed, decision.removed_by, self._trace(info, run, decision)
+        )
+
+    def _trace(
+        self, info: ToolInfo, run: RunContext, decision: ToolDecision
+    ) -> tuple[StepTrace, ...]:
+        plan = self.policies.plan
+        reasons = set(decision.response.reasons) if decision.response else set()
+        ids = {p.id: p.annotations.get("id", p.id) for p in self.policies}
+        by_layer: dict[str, list[str]] = {}
+        for pid, (_, label) in sorted(plan.layers.items(), key=lambda kv: kv[1][0]):
+            by_layer.setdefault(label, []).append(pid)
+        out: list[StepTrace] = []
+        static = {"plugin-id-conflict": LAYER_ID_CONFLICT, "name-conflict": LAYER_COLLISION}
+        if not info.registered:
+            return (StepTrace(static[info.dropped or ""], "removed"),)
+        for label in (LAYER_OPTIONAL, LAYER_COLLISION, LAYER_OWNER):
+            out.append(self._layer_trace(label, by_layer.get(label, []), reasons, ids))
+        request = Request(run.principal, info.action, info.resource, run.record())
+        ev = Evaluator(request, self.entities)
+        for number in range(1, 10):
+            steps = [s for s in plan.steps if s.variant.step == number and self.applies(s, run)]
+            if not steps:
+                out.append(StepTrace(STEP_LABELS[number].format(agent=run.agent), "skipped"))
+                continue
+            step = steps[0]
+            fired = tuple(ids[p] for p in step.policy_ids if p in reasons)
+            out.append(
+                StepTrace(
+                    step.variant.display_label,
+                    "removed" if fired else "kept",
+                    tuple(e for e, expr in step.allow_entries if ev.evaluate(expr) is True),
+                    tuple(e for e, expr in step.deny_entries if ev.evaluate(expr) is True),
+                    tuple(ids[p] for p in step.policy_ids),
+                    fired,
+                )
+            )
+        out.append(
+            self._layer_trace(
+                LAYER_TOOLS_ENABLED, by_layer.get(LAYER_TOOLS_ENABLED, []), reasons, ids
+            )
+        )
+        return tuple(out)
+
+    @staticmethod
+    def _layer_trace(
+        label: str, pids: list[str], reasons: set[str], ids: Mapping[str, str]
+    ) -> StepTrace:
+        fired = tuple(ids[p] for p in pids if p in reasons)
+        verdict = "removed" if fired else ("kept" if pids else "skipped")
+        return StepTrace(label, verdict, policies=tuple(ids[p] for p in pids), fired=fired)
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def authorize_call(
+        self,
+        context: Mapping[str, Any] | None,
+        tool: Any,
+        params: Any,
+        *,
+        rules: PolicySet | str | None = None,
+        call_id: str = "call",
+    ) -> CallDecision:
+        """May this call run? The tool must be offered to the run, and ``rules`` (argument
+        policies such as ``policies/exec-commands.cedar``) must not forbid it.
+
+        The arguments are checked against the tool's parameter schema and become the
+        attributes of the call's resource (``resource.command``) and ``context.input``.
+        Fails closed: a policy that cannot be evaluated denies the call. Raises
+        :class:`~cedarlite.tools.params.ToolArgumentError` for an unknown tool or arguments
+        that do not conform.
+        """
+        run = RunContext.of(context, self.config)
+        info = self._called(tool, run)
+        arguments = call_arguments(info, params)
+        entity = call_entity(self.catalog, info, arguments, call_id)
+        entities = self.entities.overlay([entity])
+        record = Record({**run.record(), "input": arguments})
+        request = Request(run.principal, info.action, entity.uid, record)
+        policies = self._with_rules(rules)
+        response = is_authorized(request, policies, entities, engine=self.engine)
+        if response.errors:  # fail closed
+            response = Response(Decision.DENY, (), response.errors)
+        ids = {p.id: p.annotations.get("id", p.id) for p in policies}
+        return CallDecision(
+            info.name, response.allowed, response, tuple(ids[r] for r in response.reasons)
+        )
+
+    def _called(self, tool: Any, run: RunContext) -> ToolInfo:
+        candidates = [t for t in self.catalog.registered if _same_name(t.name, tool)]
+        if not candidates:
+            raise ToolArgumentError(f"unknown tool `{tool}`")
+        if len(candidates) == 1:
+            return candidates[0]
+        allowed = {d.tool.index for d in self.decide(run) if d.allowed}
+        return next((t for t in candidates if t.index in allowed), candidates[0])
+
+    def _with_rules(self, rules: PolicySet | str | None) -> PolicySet:
+        if rules is None:
+            return self.policies
+        key = rules if isinstance(rules, str) else id(rules)
+        cached = self._merged.get(key)
+        if cached is not None and cached[0] is rules:
+            return cached[1]
+        extra = PolicySet.from_str(rules, "<rules>") if isinstance(rules, str) else rules
+        renamed = [
+            replace(
+                p, id=f"rule{i}", annotations={"id": p.annotations.get("id", p.id), **p.annotations}
+            )
+            for i, p in enumerate(extra.active)
+        ]
+        merged = PolicySet([*self.policies, *renamed])
+        if len(self._merged) > 16:
+            self._merged.clear()
+        self._merged[key] = (rules, merged)
+        return merged
+
+
+@dataclass(frozen=True)
+class CallDecision:
+    """The decision on one tool call: ``allowed``, the Cedar ``response`` and, by ``@id``, the
+    policies that determined it (the forbids that fired on a denial)."""
+
+    tool: Any
+    allowed: bool
+    response: Response
+    policies: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+def _same_name(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+_ANY_ACTION = EntityUID("Action", "")
+_ANY_RESOURCE = EntityUID("Tool", "")
+
+
+def _name_key(name: Any) -> Any:
+    try:
+        hash(name)
+    except TypeError:
+        return json.dumps(name, sort_keys=True, default=repr)
+    return name
+
+
+def _authorize_all(
+    requests: Sequence[Request], policies: PolicySet, entities: Entities, engine: str
+) -> list[Response]:
+    """One decision per request against the same policies and entities."""
+    if engine == "compiled":
+        return is_authorized_batch(requests, policies, entities)
+    return [is_authorized(r, policies, entities, engine=engine) for r in requests]
+
+
+# ---------------------------------------------------------------------------------------------
+# The guard (§9) and the diagnostics (§10)
+
+_GUARD = (
+    "No callable tools remain after resolving explicit tool allowlist ({sources}); {reason}. "
+    "Fix the allowlist or enable the plugin that registers the requested tool."
+)
+
+
+def _guard(
+    steps: Sequence[CompiledStep], decisions: Sequence[ToolDecision], run: RunContext
+) -> str | None:
+    sources = []
+    for step in sorted(steps, key=lambda s: s.variant.step):
+        if step.variant.step < 3:
+            continue
+        entries = [
+            norm(e) for e in step.variant.policy.allow or () if isinstance(e, str) and js_trim(e)
+        ]
+        if entries:
+            sources.append(f"{step.variant.label}: {', '.join(entries)}")
+    if not sources or any(d.allowed and d.tool.normalized for d in decisions):
+        return None
+    reason = (
+        "the selected model does not support tools"
+        if not run.tools_enabled
+        else "no registered tools matched"
+    )
+    return _GUARD.format(sources="; ".join(sources), reason=reason)
+
+
+_GATED = (
+    "These entries are shipped core tools but unavailable in the current "
+    "runtime/provider/model/config."
+)
+_PLUGIN = "These entries won't match any tool unless the plugin is enabled."
+_BOTH = (
+    "Some entries are shipped core tools but unavailable in the current runtime/provider/model/"
+    "config; other entries won't match any tool unless the plugin is enabled."
+)
+
+
+def _unknown_entry_warnings(
+    steps: Sequence[CompiledStep], decisions: Sequence[ToolDecision]
+) -> list[str]:
+    """Spec §10: unknown allowlist entries of steps 1-7, against the tools that entered."""
+    entered = [
+        d.tool for d in decisions
+        if d.response is not None and (d.removed_by is None or _after_entry(d.removed_by))
+    ]  # fmt: skip
+    plugin_ids = {t.plugin_key for t in entered if t.is_plugin and t.plugin_key}
+    plugin_names = {t.normalized for t in entered if t.is_plugin}
+    core_names = {t.normalized for t in entered if not t.is_plugin}
+    out = []
+    for step in sorted(steps, key=lambda s: s.variant.step):
+        v = step.variant
+        if v.step > 7 or not any(isinstance(e, str) and js_trim(e) for e in v.policy.allow or ()):
+            continue
+        base = {norm(e) for e in v.base or ()} if v.step <= 2 else set()
+        gated: list[str] = []
+        unknown: list[str] = []
+        for entry in dict.fromkeys(norm(e) for e in v.policy.allow or ()):
+            if not entry or entry == "*" or entry in base:
+                continue
+            if entry == GROUP_PLUGINS or entry in plugin_ids or entry in plugin_names:
+                continue
+            if any(m in core_names for m in CORE_GROUPS.get(entry, (entry,))):
+                continue
+            (gated if entry in CORE_TOOL_IDS else unknown).append(entry)
+        if gated or unknown:
+            detail = _BOTH if gated and unknown else (_GATED if gated else _PLUGIN)
+            listed = ", ".join([*gated, *unknown])
+            out.append(
+                f"tools: {v.display_label} allowlist contains unknown entries ({listed}). {detail}"
+            )
+    return out
+
+
+def _after_entry(label: str) -> bool:
+    """The tool entered the pipeline: it was removed by a step or by ``toolsEnabled``."""
+    return label not in (LAYER_ID_CONFLICT, LAYER_OPTIONAL, LAYER_COLLISION, LAYER_OWNER)
+
+
+_emitted: LRUCache[str, bool] = LRUCache(maxsize=256)
+_emitted_lock = threading.Lock()
+
+
+def _emit(warnings: Iterable[str]) -> None:
+    """Log each warning once per process (the 256 most recent distinct warnings are kept)."""
+    for w in warnings:
+        with _emitted_lock:
+            if _emitted.get(w):
+                continue
+            _emitted[w] = True
+        log.warning(w)
+
+
+# ---------------------------------------------------------------------------------------------
+# The API
+
+_policies: LRUCache[tuple[str, str], ToolPolicy] = LRUCache(maxsize=64)
+_catalogs: LRUCache[str, ToolCatalog] = LRUCache(maxsize=64)
+_cache_lock = threading.Lock()
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
+
+
+def tool_policy(
+    config: Mapping[str, Any] | None, tools: Iterable[Mapping[str, Any]] | ToolCatalog
+) -> ToolPolicy:
+    """The :class:`ToolPolicy` of a configuration and tool list, compiled once and cached.
+
+    A new catalog (other tools) means a new compilation; the cache holds 64 of each.
+    """
+    if isinstance(tools, ToolCatalog):
+        catalog = tools
+    else:
+        tools = list(tools) if not isinstance(tools, list) else tools
+        tools_key = _key(tools)
+        with _cache_lock:
+            catalog = _catalogs.get(tools_key)  # type: ignore[assignment]
+        if catalog is None:
+            catalog = ToolCatalog.from_tools(tools)
+            with _cache_lock:
+                _catalogs[tools_key] = catalog
+    key = (_key(config), catalog.fingerprint)
+    with _cache_lock:
+        policy = _policies.get(key)
+    if policy is None:
+        policy = ToolPolicy(config, catalog)
+        with _cache_lock:
+            _policies[key] = policy
+    return policy
+
+
+def resolve_tools(
+    config: Mapping[str, Any] | None,
+    tools: Iterable[Mapping[str, Any]] | ToolCatalog,
+    context: Mapping[str, Any] | None,
+) -> ToolResolution:
+    """Resolve the tools offered to the model for a run (spec §1, §4-§10).
+
+    ``config`` is the tools configuration (§4.1), ``tools`` the run's tools (§4.2), ``context``
+    the run context (§4.3). Every decision is made by the compiled Cedar policies.
+    Raises :class:`EmptyAllowlistError` (whose ``str()`` is the message of §9) when an explicit
+    allowlist left no callable tool, :class:`~cedarlite.tools.ConfigError` for a configuration
+    that is not an object.
+    """
+    resolution = tool_policy(config, tools).resolve(context)
+    if resolution.error is not None:
+        raise EmptyAllowlistError(resolution.error, resolution)
+    return resolution
+
+
+def authorize_call(
+    config: Mapping[str, Any] | None,
+    tools: Iterable[Mapping[str, Any]] | ToolCatalog,
+    context: Mapping[str, Any] | None,
+    tool: Any,
+    params: Any,
+    *,
+    rules: PolicySet | str | None = None,
+) -> CallDecision:
+    """Decide one call of ``tool`` with ``params`` (see :meth:`ToolPolicy.authorize_call`)."""
+    return tool_policy(config, tools).authorize_call(context, tool, params, rules=rules)
+
+
+def explain(
+    config: Mapping[str, Any] | None,
+    tool: Any,
+    context: Mapping[str, Any] | None,
+    tools: Iterable[Mapping[str, Any]] | ToolCatalog | None = None,
+) -> Explanation:
+    """The step-by-step trace for one tool: each layer's verdict, the matching entries and the
+    Cedar policy ids.
+
+    ``tool`` is a tool object (spec §4.2) or a name; ``tools`` the run's tools (default: just
+    this one tool).
+    """
+    if tools is None:
+        tools = [tool if isinstance(tool, Mapping) else {"name": tool}]
+    name = tool.get("name") if isinstance(tool, Mapping) else tool
+    return tool_policy(config, tools).explain(name, context)
