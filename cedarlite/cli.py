@@ -6,10 +6,14 @@ cedarlite authorize --policies p.cedar --entities e.json --principal 'User::"a"'
 cedarlite authorize --policies p.cedar --entities e.json --request-json request.json
 cedarlite check-parse --policies p.cedar
 cedarlite format --policies p.cedar [--check | --write]
+cedarlite tools resolve scenario.json          # which tools a run may see
+cedarlite tools explain scenario.json --tool exec
+cedarlite tools check scenario.json --rules policies/exec-commands.cedar
 ```
 
 Exit codes (as Cedar's CLI): 0 success / ALLOW, 1 failure (bad input: the message names the
-file, line and column), 2 DENY, 3 validation failure.
+file, line and column), 2 DENY (and an empty tool allowlist), 3 validation failure (and
+unmet expectations in ``tools check``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +173,102 @@ def cmd_format(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _scenario(args: argparse.Namespace) -> dict[str, Any]:
+    """An agent scenario file: ``{"config", "tools", "context", "calls"}`` (all optional)."""
+    scenario = _json_file(args.scenario, "scenario")
+    if not isinstance(scenario, dict):
+        raise _Failure(f"error: {args.scenario}: a scenario must be a JSON object")
+    for key, kind in (("tools", list), ("calls", list), ("context", dict)):
+        if key in scenario and not isinstance(scenario[key], kind):
+            raise _Failure(f"error: {args.scenario}: `{key}` must be a JSON {kind.__name__}")
+    if getattr(args, "context", None):
+        scenario["context"] = _json_file(args.context, "context")
+    return scenario
+
+
+def _rules(args: argparse.Namespace) -> PolicySet | None:
+    sets = [PolicySet.from_str(_read(path, "rules"), path) for path in args.rules or ()]
+    if not sets:
+        return None
+    # Each file numbers its policies from policy0: keep them apart by file.
+    renamed = [
+        replace(p, id=f"{path}:{p.id}")
+        for path, ps in zip(args.rules, sets, strict=True)
+        for p in ps
+    ]
+    return PolicySet(renamed)
+
+
+def cmd_tools_resolve(args: argparse.Namespace) -> int:
+    """The tools a run may see: the allowed list, and each removed tool's layer."""
+    from .tools import EmptyAllowlistError, resolve_tools
+
+    sc = _scenario(args)
+    try:
+        res = resolve_tools(sc.get("config"), sc.get("tools", []), sc.get("context"))
+    except EmptyAllowlistError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_DENY
+    if args.json:
+        print(json.dumps({"allowed": res.allowed, "removed": res.removed,
+                          "warnings": res.warnings}, indent=2))
+        return EXIT_OK
+    print(f"allowed ({len(res.allowed)}): {', '.join(map(str, res.allowed)) or '-'}")
+    for tool, layer in res.removed.items():
+        print(f"removed: {tool}  <- {layer}")
+    for warning in res.warnings:
+        print(f"warning: {warning}")
+    return EXIT_OK
+
+
+def cmd_tools_explain(args: argparse.Namespace) -> int:
+    """Trace one tool through the layers of the configuration."""
+    from .tools import explain
+
+    sc = _scenario(args)
+    print(explain(sc.get("config"), args.tool, sc.get("context"), sc.get("tools") or None))
+    return EXIT_OK
+
+
+def cmd_tools_check(args: argparse.Namespace) -> int:
+    """Decide each call of the scenario; exit 3 if a call's ``expect`` is not met."""
+    from .tools import ToolPolicy, ToolsError
+
+    sc = _scenario(args)
+    policy = ToolPolicy(sc.get("config"), sc.get("tools", []))
+    rules = _rules(args)
+    context = sc.get("context")
+    resolution = policy.resolve(context)
+    print(f"run: {len(resolution.allowed)} tools offered, {len(resolution.removed)} removed")
+    unmet = 0
+    for i, call in enumerate(sc.get("calls", [])):
+        if not isinstance(call, dict) or "tool" not in call:
+            raise _Failure(f"error: {args.scenario}: calls[{i}] needs a `tool`")
+        params = call.get("params", {})
+        try:
+            decision = policy.authorize_call(
+                call.get("context", context), call["tool"], params, rules=rules,
+                call_id=str(i),
+            )
+            verdict = "allow" if decision.allowed else "deny"
+            why = ", ".join(decision.policies) or "no policy applies"
+            errors = "; ".join(e.message for e in decision.response.errors)
+            why += f"; errors: {errors}" if errors else ""
+        except ToolsError as err:
+            verdict, why = "deny", err.message
+        expect = call.get("expect")
+        mark = ""
+        if expect is not None and expect.lower() != verdict:
+            unmet += 1
+            mark = f"   << expected {expect.upper()}"
+        shown = json.dumps(params, ensure_ascii=False)
+        print(f"{verdict.upper():<6} {call['tool']} {shown}  ({why}){mark}")
+    expected = sum(1 for c in sc.get("calls", []) if isinstance(c, dict) and "expect" in c)
+    if expected:
+        print(f"{expected - unmet}/{expected} calls decided as expected")
+    return EXIT_INVALID if unmet else EXIT_OK
+
+
 # ---------------------------------------------------------------------------------------------
 # Argument parsing
 
@@ -216,6 +317,29 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="exit 1 if the file is not formatted")
     mode.add_argument("--write", action="store_true", help="rewrite the file in place")
     f.set_defaults(run=cmd_format)
+
+    t = sub.add_parser("tools", help="the agent tool layer (OpenClaw-style tool policy)")
+    tsub = t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND")
+
+    def scenario_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("scenario", help='JSON file: {"config", "tools", "context", "calls"}')
+        p.add_argument("-c", "--context", metavar="FILE", help="run context (overrides the file's)")
+
+    tr = tsub.add_parser("resolve", help="which tools a run may see, and why the others not")
+    scenario_args(tr)
+    tr.add_argument("--json", action="store_true", help="print JSON")
+    tr.set_defaults(run=cmd_tools_resolve)
+
+    te = tsub.add_parser("explain", help="trace one tool through the layers")
+    scenario_args(te)
+    te.add_argument("--tool", required=True, help="tool name")
+    te.set_defaults(run=cmd_tools_explain)
+
+    tc = tsub.add_parser("check", help="decide the scenario's tool calls")
+    scenario_args(tc)
+    tc.add_argument("--rules", action="append", metavar="FILE",
+                    help="argument rules (.cedar), e.g. policies/exec-commands.cedar; repeatable")
+    tc.set_defaults(run=cmd_tools_check)
     return parser
 
 

@@ -19,6 +19,8 @@ Direct construction (``Schema(entity_types, actions)``) trusts its arguments: us
 
 from __future__ import annotations
 
+import functools
+
 import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -233,11 +235,14 @@ class Schema:
 
     @classmethod
     def from_str(cls, text: str, source: str | None = None) -> Schema:
-        """Parse and check a schema in the human-readable ``.cedarschema`` format."""
-        from ._human import parse_cedarschema
+        """Parse and check a schema in the human-readable ``.cedarschema`` format.
 
-        site = ErrorSite(text, source)
-        return site.guard(lambda: build_schema(parse_cedarschema(text, site), site))
+        Schemas are immutable, so parsing the same text again returns the same object (a small
+        LRU memo keyed by text and source name).
+        """
+        if not isinstance(text, str):
+            return _parse_human(text, source)  # reports the type error
+        return _parse_human_memo(text, source)
 
     @classmethod
     def from_json(cls, obj: Any, source: str | None = None) -> Schema:
@@ -312,6 +317,16 @@ class Schema:
             for principal in action.applies_to.principal_types
             for resource in action.applies_to.resource_types
         )
+
+
+def _parse_human(text: str, source: str | None) -> Schema:
+    from ._human import parse_cedarschema
+
+    site = ErrorSite(text, source)
+    return site.guard(lambda: build_schema(parse_cedarschema(text, site), site))
+
+
+_parse_human_memo = functools.lru_cache(maxsize=64)(_parse_human)
 
 
 # ---------------------------------------------------------------------------------------------
