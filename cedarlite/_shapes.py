@@ -32,12 +32,12 @@ from .values import I64_MAX, EntityUID
 MIN_POLICIES = 32
 """Texts with fewer policies go straight to the full parser (which also gives inner spans)."""
 
-_LEADING = re.compile(r"(?:\s+|//[^\n]*)*+")
+_LEADING = re.compile(r"(?:\s+|//[^\n\r]*)*+")
 # One policy: anything up to a `;` that is not inside a string or a comment (possessive
 # quantifiers: no backtracking blow-up on text without a final `;`).
-_POLICY = re.compile(r'(?:[^;"/]++|"(?:[^"\\]|\\.)*+"|//[^\n]*+|/)*+;')
+_POLICY = re.compile(r'(?:[^;"/]++|"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|/)*+;')
 _LITERAL = re.compile(r'"(?:[^"\\]|\\.)*+"|\b[0-9]+\b')
-_LITERAL_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n]*+|\b[0-9]+\b')
+_LITERAL_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|\b[0-9]+\b')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*+"')
 _INT = re.compile(r"\b[0-9]+\b")
 _PLACEHOLDER = re.compile('"\x00"|\x01')

@@ -49,7 +49,7 @@ def test_fast_path_equals_full_parser(ps, data):
             return str(data.draw(ints))
 
         copies.append(_LITERAL.sub(swap, base))
-    text = "\n// a comment; with \"quotes\"\n".join(copies)
+    text = "\n// a comment; with \"quotes\"\r// and a carriage return\n".join(copies)
     fast, full = outcome(parse_fast, text), outcome(parse_policies, text)
     assert fast == full
 
