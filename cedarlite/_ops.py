@@ -117,13 +117,20 @@ _ORDERED_NAMES = {int: "long", Datetime: "datetime", Duration: "duration"}
 
 def _order_key(a: Any, b: Any) -> tuple[int, int]:
     cls = a.__class__
-    if cls not in _ORDERED_NAMES:
-        raise type_error("one of [long, datetime, duration]", a)
-    if b.__class__ is not cls:
-        raise type_error(_ORDERED_NAMES[cls], b)
+    if cls is b.__class__ and cls in _ORDERED_NAMES:
+        return (a, b) if cls is int else (a.ms, b.ms)
+    # Rust's order of type errors: a Long on either side (left first) names `long`, then an
+    # orderable extension value on either side names its type, else the left operand is wrong.
+    other = b.__class__
     if cls is int:
-        return a, b
-    return a.ms, b.ms
+        raise type_error("long", b)
+    if other is int:
+        raise type_error("long", a)
+    if cls in _ORDERED_NAMES:
+        raise type_error(_ORDERED_NAMES[cls], b)
+    if other in _ORDERED_NAMES:
+        raise type_error(_ORDERED_NAMES[other], a)
+    raise type_error("one of [long, datetime, duration]", a)
 
 
 def less(a: Any, b: Any) -> bool:

@@ -32,7 +32,7 @@ def is_valid_ident(name: str) -> bool:
 @lru_cache(maxsize=4096)
 def is_valid_type_name(name: str) -> bool:
     """``name`` is a normalized entity type path (``A::B``, no spaces, nothing reserved)."""
-    return all(is_valid_ident(seg) and "__cedar" not in seg for seg in name.split("::"))
+    return all(is_valid_ident(seg) and seg != "__cedar" for seg in name.split("::"))
 
 
 def is_action_type(type_name: str) -> bool:

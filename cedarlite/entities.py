@@ -291,7 +291,8 @@ def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) 
         type_name, id_ = obj.get("type"), obj.get("id")
         if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
             return EntityUID(type_name, id_)
-    if isinstance(obj, dict) and set(obj) == {"__entity"}:
+    if isinstance(obj, dict) and _has_shape(obj.get("__entity"), type=str, id=str):
+        # Rust's `EntityUidJson`: an explicit `__entity` escape wins, other keys are ignored.
         obj = obj["__entity"]
     if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:
         raise error(  # type: ignore[call-arg]
@@ -324,11 +325,15 @@ def value_from_json(obj: Any, where: str) -> Any:
     if cls is dict:
         if len(obj) == 1:
             (key, inner), = obj.items()
-            if key == "__entity":
+            # Like Rust's untagged `CedarValueJson`: an escape whose payload does not have the
+            # escape's shape is not an error, the object is then an ordinary record.
+            if key == "__entity" and _has_shape(inner, type=str, id=str):
                 return uid_from_json(obj, where, JSONValueError)
-            if key == "__extn":
+            if key == "__extn" and _has_shape(inner, fn=str) and (
+                "arg" in inner or isinstance(inner.get("args"), list)
+            ):
                 return _extn_from_json(inner, where)
-            if key == "__expr":
+            if key == "__expr" and inner.__class__ is str:
                 raise JSONValueError(f"{where}: the `__expr` escape is no longer supported")
         return Record({k: value_from_json(v, f"{where}.{k}") for k, v in obj.items()})
     if obj is None:
@@ -342,6 +347,13 @@ def value_from_json(obj: Any, where: str) -> Any:
     if isinstance(obj, Mapping):
         return value_from_json(dict(obj), where)
     raise JSONValueError(f"{where}: `{_preview(obj)}` is not a Cedar value")
+
+
+def _has_shape(obj: Any, **fields: type) -> bool:
+    """``obj`` is a JSON object whose ``fields`` are present with these types (others allowed)."""
+    return obj.__class__ is dict and all(
+        isinstance(obj.get(name), cls) for name, cls in fields.items()
+    )
 
 
 class JSONValueError(EntitiesError):
@@ -398,7 +410,8 @@ def _entity_from_json(
 
             return conform_entity(uid, item, parents, schema)
         attrs = _record_from_json(item["attrs"], f"{label}.attrs")
-        tags = _record_from_json(item["tags"], f"{label}.tags") if item.get("tags") else EMPTY_RECORD
+        # `tags` is optional, but when present it must be an object (`null` and `[]` are errors).
+        tags = _record_from_json(item["tags"], f"{label}.tags") if "tags" in item else EMPTY_RECORD
     except EntitiesError as err:
         err.source = source
         raise

@@ -173,7 +173,9 @@ class Evaluator:
             case SetLit(elements=elements):
                 return CedarSet([ev(x) for x in elements])
             case RecordLit(entries=entries):
-                return Record({k: ev(v) for k, v in entries})
+                # Rust keeps record literals in a BTreeMap: entries evaluate in key order, which
+                # decides which error a record with several failing entries reports.
+                return Record({k: ev(v) for k, v in sorted(entries, key=_entry_key)})
             case Slot(slot=slot):
                 raise EvaluationError(f"template slot `{slot.value}` is not linked")
         raise AssertionError(f"unknown expression node {e!r}")  # pragma: no cover
@@ -195,6 +197,10 @@ class Evaluator:
         if tag is not None:
             return tag(values[0], values[1], self.entities)
         return METHODS[name].call(values)
+
+
+def _entry_key(entry: tuple[str, Expr]) -> str:
+    return entry[0]
 
 
 def evaluate(expr: Expr, request: Request, entities: ops.EntityStore) -> Any:

@@ -177,8 +177,21 @@ def _ident(tok: Token) -> str:
     return name
 
 
+def _name(tok: Token) -> str:
+    """An identifier used as an attribute name, record key or ``has`` path element.
+
+    Besides the reserved words, the identifier ``__cedar`` itself is rejected there (Rust's
+    rule; the string forms ``e["__cedar"]`` and ``{"__cedar": 1}`` are fine).
+    """
+    name = _ident(tok)
+    if name == "__cedar":
+        _fail("the name `__cedar` contains `__cedar`, which is reserved", _tok_span(tok))
+    return name
+
+
 def _check_type_name(path: _Path) -> str:
-    if any("__cedar" in seg for seg in path.segments):
+    # A path segment that *is* `__cedar` is reserved; `__cedarX` or `X__cedar` are not.
+    if "__cedar" in path.segments:
         _fail(f"the name `{path.name}` contains `__cedar`, which is reserved", path.span)
     return path.name
 
@@ -355,7 +368,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def has_path(self, c: list[Token]) -> tuple[tuple[str, ...], Token]:
         if c[0].type == "STRING":
             return (_string(c[0]),), c[0]
-        return tuple(_ident(t) for t in c), c[-1]
+        return tuple(_name(t) for t in c), c[-1]
 
     def like(self, c: list[Any]) -> Expr:
         return self._relation(ast.Like(c[0], _pattern(c[1]), span=_span(c[0], c[1])), c[0])
@@ -395,7 +408,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return arg
 
     def get_attr(self, c: list[Any]) -> Expr:
-        return ast.GetAttr(c[0], _ident(c[1]), span=_span(c[0], c[1]))
+        return ast.GetAttr(c[0], _name(c[1]), span=_span(c[0], c[1]))
 
     def index(self, c: list[Any]) -> Expr:
         return ast.GetAttr(c[0], _string(c[1]), span=_span(c[0], c[2]))
@@ -460,7 +473,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     def rec_entry(self, c: list[Any]) -> tuple[str, Span, Expr]:
         tok: Token = c[0]
-        key = _string(tok) if tok.type == "STRING" else _ident(tok)
+        key = _string(tok) if tok.type == "STRING" else _name(tok)
         return key, _tok_span(tok), c[1]
 
     def literal(self, c: list[Token]) -> Expr:

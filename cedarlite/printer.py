@@ -155,7 +155,7 @@ def _expr(e: Expr, needed: int) -> str:  # noqa: C901 - one case per node type r
         case Unary(op=op, arg=arg):
             return _paren(_unary(op, arg), _UNARY, needed)
         case GetAttr(expr=inner, attr=attr):
-            access = f".{attr}" if is_valid_ident(attr) else f"[{quote_string(attr)}]"
+            access = f".{attr}" if _is_name(attr) else f"[{quote_string(attr)}]"
             return _expr(inner, _MEMBER) + access
         case MethodCall(receiver=receiver, name=name, args=args):
             return f"{_expr(receiver, _MEMBER)}.{name}({_args(args)})"
@@ -183,18 +183,23 @@ def _unary(op: UnaryOp, arg: Expr) -> str:
     return op.value * count + inner
 
 
+def _is_name(name: str) -> bool:
+    """``name`` can be written bare after ``.``, as a record key or in a dotted ``has``."""
+    return is_valid_ident(name) and name != "__cedar"
+
+
 def _args(args: Iterable[Expr]) -> str:
     return ", ".join(print_expr(a) for a in args)
 
 
 def _key(key: str) -> str:
-    return key if is_valid_ident(key) else quote_string(key)
+    return key if _is_name(key) else quote_string(key)
 
 
 def _has_path(path: tuple[str, ...]) -> str:
     if len(path) == 1:
         return _key(path[0])
-    if not all(is_valid_ident(p) for p in path):
+    if not all(_is_name(p) for p in path):
         raise ValueError(f"extended `has` path {path!r} has a segment that is not an identifier")
     return ".".join(path)
 
