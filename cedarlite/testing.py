@@ -90,6 +90,7 @@ from .ast import (
     UnaryOp,
     Var,
     Variable,
+    is_action_type,
     is_valid_ident,
     walk,
 )
@@ -445,8 +446,8 @@ def universe_for(*policy_sets: PolicySet | Sequence[Policy], base: Universe = DE
     for t in types:
         if not any(u.type == t for u in (*known, *new)):
             new.append(EntityUID(t, "x"))
-    new_actions = tuple(u for u in new if _is_action_type(u.type))
-    new_others = tuple(u for u in new if not _is_action_type(u.type))
+    new_actions = tuple(u for u in new if is_action_type(u.type))
+    new_others = tuple(u for u in new if not is_action_type(u.type))
     return Universe(
         principals=base.principals + new_others,
         resources=base.resources + new_others,
@@ -460,10 +461,6 @@ def universe_for(*policy_sets: PolicySet | Sequence[Policy], base: Universe = DE
         context=ctx,
         strings=tuple(strings),
     )
-
-
-def _is_action_type(type_name: str) -> bool:
-    return type_name == "Action" or type_name.endswith("::Action")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -597,12 +594,12 @@ def entities(draw: Any, universe: Universe | None = None) -> list[dict[str, Any]
         r = _RandomDraw(draw(_SEEDS))
         later = order[i + 1 :]
         natural = [p for p in later if _natural_parent(u, uid, p)]
-        if _is_action_type(uid.type):
-            later = tuple(p for p in later if _is_action_type(p.type))  # Cedar requires it
+        if is_action_type(uid.type):
+            later = tuple(p for p in later if is_action_type(p.type))  # Cedar requires it
         parents = r.subset(natural, 60) + ([r.pick(later)] if later and r.chance(25) else [])
         entity: dict[str, Any] = {"uid": uid.to_json(), "parents": []}
         entity["parents"] = [p.to_json() for p in dict.fromkeys(parents)]
-        if not _is_action_type(uid.type):
+        if not is_action_type(uid.type):
             entity["attrs"] = {
                 k: _json_value(r, u, t) for k, t in u.attributes.items() if r.chance(80)
             }
