@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from lark import Lark, Token, Transformer
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
-from lark.lark import PostLex
+from lark import Lark, Transformer
 
 from . import ast
+from ._lalr import END, Automaton, LexError, UnexpectedToken, make_token
+from ._lalr import Tok as Token
 from .ast import (
     RESERVED,
     WILDCARD,
@@ -270,7 +269,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
                 _tok_span(op),
             )
         target = self._scope_target(var, slot, c[2])
-        return Scope(var, ScopeOp.EQ if op.type == "RELOP" else ScopeOp.IN, entity=target, span=span)
+        op_kind = ScopeOp.EQ if op.type == "RELOP" else ScopeOp.IN
+        return Scope(var, op_kind, entity=target, span=span)
 
     def _scope_target(self, var: Var, slot: SlotId, target: Any) -> EntityUID | SlotId:
         if isinstance(target, _SlotRef):
@@ -562,7 +562,7 @@ def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
     _state.reset(text, source, False)
     try:
         start = offset + m.start(2)
-        id_tok = Token("STRING", m.group(2), start_pos=start, line=1, column=start + 1)
+        id_tok = make_token("STRING", m.group(2), start, 1, start + 1)
         return EntityUID(type_name, _string(id_tok))
     finally:
         _state.reset("", None, False)
@@ -576,39 +576,25 @@ def _grammar_text(name: str) -> str:
     raise FileNotFoundError(f"cedarlite grammar `{name}` not found next to {here}")
 
 
-class _WholeWords(PostLex):
-    """Lex keywords as whole words only: ``actionin`` is one identifier, not ``action in``.
-
-    The contextual lexer only tries the terminals a parser state accepts; where ``IDENT`` is not
-    among them, a keyword such as ``action`` would match as a prefix of a longer word. Keeping
-    ``IDENT`` in every state makes the longest match win, as in Rust's lexer (the keyword is then
-    recognized by Lark's keyword-vs-identifier rule, or the word is an unexpected identifier).
-    """
-
-    always_accept = ("IDENT",)
-
-    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
-        return stream
-
-
 _lock = threading.Lock()
-_parser: Lark | None = None
+_automaton: Automaton | None = None
 
 
-def _lark() -> Lark:
-    global _parser
-    if _parser is None:
+def _parser() -> Automaton:
+    """The policy grammar's automaton (built once; Lark caches the tables on disk)."""
+    global _automaton
+    if _automaton is None:
         with _lock:
-            if _parser is None:
-                _parser = Lark(
+            if _automaton is None:
+                lark = Lark(
                     _grammar_text("cedar.lark"),
                     parser="lalr",
-                    lexer="contextual",
-                    postlex=_WholeWords(),
                     transformer=_Builder(),
                     maybe_placeholders=False,
+                    cache=True,
                 )
-    return _parser
+                _automaton = Automaton(lark)
+    return _automaton
 
 
 _TOKEN_NAMES = {
@@ -621,20 +607,13 @@ _TOKEN_NAMES = {
 }
 
 
-def _describe_expected(expected: set[str]) -> str:
-    lark = _lark()
-    names = []
-    for term in sorted(expected):
-        if term in _TOKEN_NAMES:
-            names.append(_TOKEN_NAMES[term])
-            continue
-        try:
-            pattern = lark.get_terminal(term).pattern
-        except KeyError:
-            names.append(term.lower())
-            continue
-        names.append(f"`{pattern.value}`" if pattern.type == "str" else term.lower())
-    return ", ".join(dict.fromkeys(names))
+def _describe_expected(expected: frozenset[str]) -> str:
+    names = {
+        _TOKEN_NAMES.get(term) or _parser().terminal_text(term).lower()
+        for term in expected
+        if term != "SLOT"  # slots are only valid in scopes, where they are named explicitly
+    }
+    return ", ".join(sorted(names))
 
 
 _OPERATOR_ERRORS = {
@@ -644,35 +623,23 @@ _OPERATOR_ERRORS = {
 }
 
 
-def _syntax_error(text: str, source: str | None, err: LarkError) -> ParseError:
+def _syntax_error(text: str, source: str | None, err: LexError | UnexpectedToken) -> ParseError:
     def error(message: str, start: int, end: int | None = None) -> ParseError:
         return ParseError(message, span=Span.at(text, start, end), text=text, source=source)
 
-    if isinstance(err, UnexpectedCharacters):
-        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
+    if isinstance(err, LexError):
+        ch = text[err.pos]
         if ch in _OPERATOR_ERRORS:
-            return error(_OPERATOR_ERRORS[ch], err.pos_in_stream, err.pos_in_stream + 1)
+            return error(_OPERATOR_ERRORS[ch], err.pos, err.pos + 1)
         if ch == '"':
-            return error("unterminated string literal", err.pos_in_stream, len(text))
-        expected = _describe_expected(set(err.allowed or ()))
-        return error(
-            f"unexpected character `{ch}`" + (f"; expected {expected}" if expected else ""),
-            err.pos_in_stream,
-            err.pos_in_stream + 1,
-        )
-    if isinstance(err, UnexpectedEOF):
-        return error(
-            f"unexpected end of input; expected {_describe_expected(set(err.expected))}",
-            len(text),
-        )
-    if isinstance(err, UnexpectedToken):
-        tok = err.token
-        expected = _describe_expected(set(err.expected))
-        if tok.type == "$END":
-            return error(f"unexpected end of input; expected {expected}", len(text))
-        start = tok.start_pos or 0
-        return error(f"unexpected token `{tok.value}`; expected {expected}", start, tok.end_pos)
-    return error(f"invalid policy text: {err}", 0)
+            return error("unterminated string literal", err.pos, len(text))
+        expected = _describe_expected(err.expected)
+        return error(f"unexpected character `{ch}`; expected {expected}", err.pos, err.pos + 1)
+    tok = err.token
+    expected = _describe_expected(err.expected)
+    if tok.type == END:
+        return error(f"unexpected end of input; expected {expected}", len(text))
+    return error(f"unexpected token `{tok.value}`; expected {expected}", tok.start_pos, tok.end_pos)
 
 
 def parse_policies(text: str, source: str | None = None, *, strict: bool = False) -> list[Policy]:
@@ -685,13 +652,8 @@ def parse_policies(text: str, source: str | None = None, *, strict: bool = False
         raise ParseError(f"policy text must be a string, not {type(text).__name__}", source=source)
     _state.reset(text, source, strict)
     try:
-        policies: list[Policy] = _lark().parse(text)
-    except ParseError:
-        raise
-    except LarkError as err:
-        inner = getattr(err, "orig_exc", None)
-        if isinstance(inner, ParseError):
-            raise inner from None
+        policies: list[Policy] = _parser().parse(text)
+    except (LexError, UnexpectedToken) as err:
         raise _syntax_error(text, source, err) from None
     except RecursionError:
         raise ParseError("policy text is nested too deeply", source=source) from None

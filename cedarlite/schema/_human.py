@@ -9,16 +9,13 @@ imports Lark, and Lark's exceptions stop here); :func:`schema_to_cedarschema` pr
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from lark import Lark, Transformer
-from lark.exceptions import UnexpectedInput
-from lark.lexer import Lexer
-from lark.parsers.lalr_analysis import Shift
 
+from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken
 from ..ast import RESERVED
 from ..errors import SchemaError
 from ..source import BadEscape, Span, decode_literal
@@ -58,15 +55,15 @@ def _grammar_path() -> Path:
 
 
 @functools.cache
-def _parser() -> Lark:
-    return Lark(
+def _parser() -> Automaton:
+    lark = Lark(
         _grammar_path().read_text(encoding="utf-8"),
         parser="lalr",
-        lexer=_ContextualLexer,
         transformer=_Builder(),
         maybe_placeholders=True,
         cache=True,
     )
+    return Automaton(lark)
 
 
 class _Fail(Exception):
@@ -75,114 +72,6 @@ class _Fail(Exception):
     def __init__(self, message: str, where: Where, help: str | None = None) -> None:
         super().__init__(message)
         self.message, self.where, self.help = message, where, help
-
-
-class _Token(str):
-    """A token: lighter than ``lark.Token``, with the attributes the parser and we read."""
-
-    __slots__ = ("column", "end_pos", "line", "start_pos", "type")
-    end_line = end_column = None  # read by lark when it builds the end-of-input token
-
-    type: str
-    start_pos: int
-    end_pos: int
-    line: int
-    column: int
-
-
-class _ContextualLexer(Lexer):
-    """One regular expression built from the grammar's terminals, matched in a single pass.
-
-    A string terminal that the identifier pattern also matches (a keyword) is produced only
-    where the parser state accepts it, and is an ``IDENT`` anywhere else: Cedar's keywords are
-    valid names wherever they cannot be keywords (Cedar's ``AnyIdent``).
-    """
-
-    __future_interface__ = 1
-
-    def __init__(self, conf: Any) -> None:
-        regexps = [t for t in conf.terminals if t.pattern.type == "re"]
-        # keyword text -> (its terminal, the identifier terminal that also matches it)
-        self.keywords: dict[str, tuple[str, str]] = {}
-        punctuation = []
-        for terminal in (t for t in conf.terminals if t.pattern.type == "str"):
-            value = terminal.pattern.value
-            owner = next((r for r in regexps if re.fullmatch(r.pattern.to_regexp(), value)), None)
-            if owner is not None:
-                self.keywords[value] = (terminal.name, owner.name)
-            else:
-                punctuation.append(terminal)
-        punctuation.sort(key=lambda t: -len(t.pattern.value))  # `::` before `:`
-        # One match per token: the ignored text before it (whitespace, comments), then one
-        # named alternative per terminal (`lastgroup` names the terminal matched).
-        skip = "|".join(r.pattern.to_regexp() for r in regexps if r.name in conf.ignore)
-        tokens = [
-            f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in regexps if t.name not in conf.ignore
-        ] + [f"(?P<{t.name}>{re.escape(t.pattern.value)})" for t in punctuation]
-        self.pattern = re.compile(f"(?:{skip})*+(?:{'|'.join(tokens)})")
-        self.skip = re.compile(f"(?:{skip})*+")
-
-    def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Any]:
-        text: str = getattr(lexer_state.text, "text", lexer_state.text)
-        states = parser_state.parse_conf.states
-        match, keywords, new = self.pattern.match, self.keywords, str.__new__
-        pos, end, line, line_start = 0, len(text), 1, 0
-        while True:
-            found = match(text, pos)
-            if found is None:  # only ignored text is left, or a character no terminal matches
-                skipped = self.skip.match(text, pos)
-                assert skipped is not None  # `(...)*+` matches the empty string
-                start, kind = skipped.end(), ""
-            else:
-                kind = found.lastgroup or ""
-                start = found.start(kind)
-            newlines = text.count("\n", pos, start)
-            if newlines:
-                line += newlines
-                line_start = text.rindex("\n", pos, start) + 1
-            if found is None:
-                if start == end:
-                    return
-                span = Span(start, start + 1, line, start - line_start + 1)
-                if text[start] == '"':
-                    raise _Fail("unterminated string literal", span)
-                raise _Fail(f"unexpected character `{text[start]}`", span)
-            pos = found.end()
-            value = text[start:pos]
-            if value in keywords:
-                keyword, identifier = keywords[value]
-                table = states[parser_state.position]
-                if keyword in table and (
-                    identifier not in table or _accepts(states, parser_state.state_stack, keyword)
-                ):
-                    kind = keyword
-            token = new(_Token, value)
-            token.type, token.start_pos, token.end_pos = kind, start, pos
-            token.line, token.column = line, start - line_start + 1
-            yield token
-            if "\n" in value:  # a string literal spanning lines
-                line += value.count("\n")
-                line_start = start + value.rindex("\n") + 1
-
-
-def _accepts(states: Any, stack: list[Any], terminal: str) -> bool:
-    """Whether the parser would shift ``terminal`` after the reductions it triggers.
-
-    An LALR state can list a terminal that only a merged, other context accepts (after `@doc`
-    both a declaration keyword and an attribute name may follow); running the reductions on a
-    copy of the state stack settles it.
-    """
-    stack = list(stack)
-    while True:
-        action = states[stack[-1]].get(terminal)
-        if action is None:
-            return False
-        kind, rule = action
-        if kind is Shift:
-            return True
-        if rule.expansion:
-            del stack[-len(rule.expansion) :]
-        stack.append(states[stack[-1]][rule.origin.name][1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,46 +84,29 @@ def parse_cedarschema(text: str, site: ErrorSite) -> list[RawNamespace]:
         return cast(list[RawNamespace], _parser().parse(text))
     except _Fail as fail:
         raise site.error(fail.message, fail.where, fail.help) from None
-    except UnexpectedInput as error:
+    except LexError as error:
+        span = Span(error.pos, error.pos + 1, error.line, error.column)
+        if text[error.pos] == '"':
+            raise site.error("unterminated string literal", span) from None
+        raise site.error(f"unexpected character `{text[error.pos]}`", span) from None
+    except UnexpectedToken as error:
         raise _syntax_error(text, error, site) from None
 
 
 _TOKEN_NAMES = {"IDENT": "identifier", "STR": "string literal"}
 
 
-def _syntax_error(text: str, error: UnexpectedInput, site: ErrorSite) -> SchemaError:
-    names = sorted({_terminal_text(name) for name in _expected(error)})
+def _syntax_error(text: str, error: UnexpectedToken, site: ErrorSite) -> SchemaError:
+    names = sorted({_terminal_text(name) for name in error.expected if name != END})
     help = f"expected {', '.join(names)}" if names else None
-    token = getattr(error, "token", None)
-    if token is None or token.type == "$END":
+    token = error.token
+    if token.type == END:
         return site.error("unexpected end of input", Span.at(text, len(text)), help)
     return site.error(f"unexpected `{token}`", _span(token), help)
 
 
-def _expected(error: UnexpectedInput) -> Iterable[str]:
-    """The terminals the parser would accept where it failed.
-
-    LALR states merge lookaheads, so the table's list (``error.expected``) can name tokens that
-    would fail a few reductions later; asking the interactive parser to try each is exact.
-    """
-    expected: Iterable[str] = getattr(error, "expected", None) or ()
-    interactive = getattr(error, "interactive_parser", None)
-    if interactive is not None:
-        try:
-            return interactive.accepts() - {"$END"}
-        except Exception:  # trying tokens runs our callbacks on dummy tokens: be safe
-            pass
-    return expected
-
-
 def _terminal_text(name: str) -> str:
-    if name in _TOKEN_NAMES:
-        return _TOKEN_NAMES[name]
-    try:
-        pattern = _parser().get_terminal(name).pattern
-    except KeyError:
-        return name
-    return f"`{pattern.value}`" if pattern.type == "str" else name
+    return _TOKEN_NAMES.get(name) or _parser().terminal_text(name)
 
 
 def _span(first: Any, last: Any = None) -> Span:
@@ -243,7 +115,7 @@ def _span(first: Any, last: Any = None) -> Span:
     return Span(first.start_pos, end, first.line, first.column)
 
 
-def _inner_span(token: _Token, start: int, end: int) -> Span:
+def _inner_span(token: Tok, start: int, end: int) -> Span:
     """The span of ``token[start:end]``."""
     before = token[:start]
     newlines = before.count("\n")
@@ -252,7 +124,7 @@ def _inner_span(token: _Token, start: int, end: int) -> Span:
     return Span(token.start_pos + start, token.start_pos + end, line, column)
 
 
-def unescape(token: _Token) -> str:
+def unescape(token: Tok) -> str:
     """The value of a string literal token, with Cedar's (Rust's) escapes decoded."""
     body = token[1:-1]
     try:
@@ -265,20 +137,20 @@ def unescape(token: _Token) -> str:
     return parts[0] if parts else ""
 
 
-def _ident(token: _Token) -> _Token:
+def _ident(token: Tok) -> Tok:
     """An identifier used as a name: reserved words are rejected."""
     if token in RESERVED:
         raise _Fail(f"`{token}` is a reserved identifier", _span(token))
     return token
 
 
-def _name(token: _Token) -> _Name:
+def _name(token: Tok) -> _Name:
     """An identifier or string literal used as a name, with where it is written."""
     value = unescape(token) if token.type == "STR" else str(_ident(token))
     return _Name(value, _span(token))
 
 
-def _annotations(pairs: list[tuple[_Token, str]]) -> Mapping[str, str]:
+def _annotations(pairs: list[tuple[Tok, str]]) -> Mapping[str, str]:
     out: dict[str, str] = {}
     for key, value in pairs:
         if key in out:
@@ -298,11 +170,11 @@ class _AppDecl(NamedTuple):
     """One ``appliesTo`` clause: ``principal``, ``resource`` or ``context``."""
 
     kind: str
-    keyword: _Token
+    keyword: Tok
     value: Any
 
 
-def _path_text(path: list[_Token]) -> str:
+def _path_text(path: list[Tok]) -> str:
     return "::".join(path)
 
 
@@ -311,23 +183,23 @@ class _Builder(Transformer[Any, Any]):
 
     # -- names ------------------------------------------------------------------------------
 
-    def path(self, c: list[Any]) -> list[_Token]:
+    def path(self, c: list[Any]) -> list[Tok]:
         if len(c) == 1:
             return [c[0] if c[0].type == "SET" else _ident(c[0])]
         return [*c[0], _ident(c[1])]
 
-    def idents(self, c: list[_Token]) -> list[_Name]:
+    def idents(self, c: list[Tok]) -> list[_Name]:
         return [_Name(str(_ident(token)), _span(token)) for token in c]
 
-    def names(self, c: list[_Token]) -> list[_Name]:
+    def names(self, c: list[Tok]) -> list[_Name]:
         return [_name(token) for token in c]
 
-    def strs(self, c: list[_Token]) -> tuple[str, ...]:
+    def strs(self, c: list[Tok]) -> tuple[str, ...]:
         return tuple(unescape(token) for token in c)
 
     # -- types ------------------------------------------------------------------------------
 
-    def type_ref(self, c: list[list[_Token]]) -> RawRef:
+    def type_ref(self, c: list[list[Tok]]) -> RawRef:
         path = c[0]
         return RawRef(_path_text(path), "either", _span(path[0], path[-1]))
 
@@ -341,12 +213,12 @@ class _Builder(Transformer[Any, Any]):
         *annotations, name, optional, type_ = c
         return RawAttr(_name(name).value, type_, optional is None, _annotations(annotations))
 
-    def ent_types(self, c: list[list[_Token] | None]) -> list[RawRef]:
+    def ent_types(self, c: list[list[Tok] | None]) -> list[RawRef]:
         return [RawRef(_path_text(p), "entity", _span(p[0], p[-1])) for p in c if p is not None]
 
     # -- annotations ------------------------------------------------------------------------
 
-    def annotation(self, c: list[_Token | None]) -> tuple[_Token, str]:
+    def annotation(self, c: list[Tok | None]) -> tuple[Tok, str]:
         key, value = c
         assert key is not None
         return key, "" if value is None else unescape(value)
@@ -413,7 +285,7 @@ class _Builder(Transformer[Any, Any]):
         path, id_ = c
         return RawActionRef(_path_text(path), unescape(id_), _span(path[0], id_))
 
-    def path_action(self, c: list[list[_Token]]) -> RawActionRef:
+    def path_action(self, c: list[list[Tok]]) -> RawActionRef:
         path = c[0]
         if len(path) > 1:
             raise _Fail(
@@ -423,7 +295,7 @@ class _Builder(Transformer[Any, Any]):
             )
         return RawActionRef(None, str(path[0]), _span(path[0]))
 
-    def string_action(self, c: list[_Token]) -> RawActionRef:
+    def string_action(self, c: list[Tok]) -> RawActionRef:
         return RawActionRef(None, unescape(c[0]), _span(c[0]))
 
     def app_decls(self, c: list[_AppDecl]) -> list[_AppDecl]:

@@ -1,0 +1,210 @@
+"""A lean driver for Lark's LALR tables: one-regex lexer, pre-resolved actions, exact errors.
+
+Lark builds the automaton from our grammars and wires the rule callbacks (the embedded
+transformers); this module only runs it, about twice as fast as Lark's own loop, which matters
+when thousands of small policy sets and schemas are loaded. Both the policy parser and the
+schema parser use it.
+
+The lexer matches every terminal of the grammar with one regular expression. Cedar's keywords
+are valid names wherever they cannot be keywords (``context.principal``, a record key ``if``
+in a schema...), so a string terminal that the identifier pattern also matches is produced as
+the keyword only where the parser state accepts it, and as an identifier anywhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lark import Lark
+from lark.parsers.lalr_analysis import Shift
+
+END = "$END"
+
+
+class Tok(str):
+    """A token: the matched text, its terminal name and position (lighter than Lark's)."""
+
+    __slots__ = ("column", "end_pos", "line", "start_pos", "type")
+
+    type: str
+    start_pos: int
+    end_pos: int
+    line: int
+    column: int
+
+    @property
+    def value(self) -> str:
+        """The matched text as a plain string."""
+        return str.__str__(self)
+
+
+def make_token(kind: str, value: str, start: int, line: int, column: int) -> Tok:
+    """A :class:`Tok` (also used by parsers to decode text that did not come from the lexer)."""
+    tok = str.__new__(Tok, value)
+    tok.type, tok.start_pos, tok.end_pos = kind, start, start + len(value)
+    tok.line, tok.column = line, column
+    return tok
+
+
+class LexError(Exception):
+    """No terminal matches the text at ``pos`` (1-based ``line``/``column``).
+
+    ``expected`` holds the terminals the parser would have accepted there.
+    """
+
+    def __init__(self, pos: int, line: int, column: int, expected: frozenset[str]) -> None:
+        super().__init__(pos)
+        self.pos, self.line, self.column, self.expected = pos, line, column, expected
+
+
+class UnexpectedToken(Exception):
+    """The parser cannot take ``token`` (``$END`` at the end of input) here.
+
+    ``expected`` holds exactly the terminals that would be accepted instead.
+    """
+
+    def __init__(self, token: Tok, expected: frozenset[str]) -> None:
+        super().__init__(token)
+        self.token, self.expected = token, expected
+
+
+class Automaton:
+    """Runs the LALR automaton of a Lark parser built with ``parser="lalr"`` and a transformer."""
+
+    def __init__(self, lark: Lark, start: str = "start") -> None:
+        self.lark = lark
+        conf = lark.lexer_conf
+        regexps = [t for t in conf.terminals if t.pattern.type == "re"]
+        # keyword text -> (its terminal, the identifier terminal that also matches it)
+        self.keywords: dict[str, tuple[str, str]] = {}
+        punctuation = []
+        for terminal in (t for t in conf.terminals if t.pattern.type == "str"):
+            value = terminal.pattern.value
+            owner = next((r for r in regexps if re.fullmatch(r.pattern.to_regexp(), value)), None)
+            if owner is not None:
+                self.keywords[value] = (terminal.name, owner.name)
+            else:
+                punctuation.append(terminal)
+        punctuation.sort(key=lambda t: -len(t.pattern.value))  # `::` before `:`
+        # One match per token: the ignored text before it (whitespace, comments), then one
+        # named alternative per terminal (`lastgroup` names the terminal matched).
+        skip = "|".join(r.pattern.to_regexp() for r in regexps if r.name in conf.ignore)
+        tokens = [
+            f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in regexps if t.name not in conf.ignore
+        ] + [f"(?P<{t.name}>{re.escape(t.pattern.value)})" for t in punctuation]
+        self._token = re.compile(f"(?:{skip})*+(?:{'|'.join(tokens)})")
+        self._skip = re.compile(f"(?:{skip})*+")
+        # INTERNAL: Lark's parse table and the callbacks it built from our transformer.
+        parser = lark.parser.parser.parser
+        table, callbacks = parser.parse_table, parser.callbacks
+        self._raw = table.states
+        # Each action pre-resolved: (shift?, target state | rule size, callback, rule origin).
+        self._states: dict[Any, dict[str, tuple[bool, Any, Any, str]]] = {
+            state: {
+                term: (True, arg, None, "")
+                if action is Shift
+                else (False, len(arg.expansion), callbacks[arg], arg.origin.name)
+                for term, (action, arg) in actions.items()
+            }
+            for state, actions in table.states.items()
+        }
+        self._start = table.start_states[start]
+        self._end = table.end_states[start]
+
+    def parse(self, text: str) -> Any:
+        """Lex and parse ``text``; returns what the start rule's callback returns.
+
+        Raises :class:`LexError` or :class:`UnexpectedToken`; exceptions raised by callbacks
+        propagate unchanged.
+        """
+        states, keywords, match = self._states, self.keywords, self._token.match
+        stack: list[Any] = [self._start]
+        values: list[Any] = []
+        pos, end, line, line_start = 0, len(text), 1, 0
+        while True:
+            found = match(text, pos)
+            if found is None:  # only ignored text is left, or a character no terminal matches
+                start = self._skip.match(text, pos).end()  # type: ignore[union-attr]
+                kind, value = END, ""
+            else:
+                kind = found.lastgroup or ""
+                start = found.start(kind)
+            newlines = text.count("\n", pos, start)
+            if newlines:
+                line += newlines
+                line_start = text.rindex("\n", pos, start) + 1
+            if found is None:
+                if start != end:
+                    raise LexError(start, line, start - line_start + 1, self.expected(stack))
+            else:
+                pos = found.end()
+                value = text[start:pos]
+                if value in keywords:
+                    keyword, identifier = keywords[value]
+                    table = states[stack[-1]]
+                    if keyword in table and (
+                        identifier not in table or self.accepts(stack, keyword)
+                    ):
+                        kind = keyword
+            tok = make_token(kind, value, start, line, start - line_start + 1)
+            while True:
+                action = states[stack[-1]].get(kind)
+                if action is None:
+                    raise UnexpectedToken(tok, self.expected(stack))
+                shift, arg, callback, origin = action
+                if shift:
+                    stack.append(arg)
+                    values.append(tok)
+                    break
+                if arg:
+                    children = values[-arg:]
+                    del stack[-arg:]
+                    del values[-arg:]
+                else:
+                    children = []
+                value_ = callback(children)
+                goto = states[stack[-1]][origin][1]
+                if goto == self._end:
+                    return value_
+                stack.append(goto)
+                values.append(value_)
+            if "\n" in value:  # a token spanning lines (a string literal)
+                line += value.count("\n")
+                line_start = start + value.rindex("\n") + 1
+
+    def accepts(self, stack: list[Any], terminal: str) -> bool:
+        """Whether the parser would shift ``terminal`` after the reductions it triggers.
+
+        An LALR state can list a terminal that only a merged, other context accepts; running
+        the reductions on a copy of the state stack settles it.
+        """
+        stack = list(stack)
+        states = self._raw
+        while True:
+            action = states[stack[-1]].get(terminal)
+            if action is None:
+                return False
+            kind, rule = action
+            if kind is Shift:
+                return True
+            if rule.expansion:
+                del stack[-len(rule.expansion) :]
+            goto = states[stack[-1]][rule.origin.name][1]
+            if goto == self._end:
+                return terminal == END
+            stack.append(goto)
+
+    def expected(self, stack: list[Any]) -> frozenset[str]:
+        """The terminals (``$END`` included) the parser accepts in this state."""
+        return frozenset(
+            t for t in self._raw[stack[-1]] if t.isupper() and self.accepts(stack, t)
+        )
+
+    def terminal_text(self, name: str) -> str:
+        """How to show a terminal in a message: `` `kw` `` for a keyword or punctuation."""
+        try:
+            pattern = self.lark.get_terminal(name).pattern
+        except KeyError:
+            return name
+        return f"`{pattern.value}`" if pattern.type == "str" else name
