@@ -155,11 +155,10 @@ def cmd_check_parse(args: argparse.Namespace) -> int:
 
 def cmd_format(args: argparse.Namespace) -> int:
     """Print the policies in canonical layout; --check fails if the file differs, --write fixes."""
-    from .printer import print_policies
+    from .printer import format_text
 
     text = _read(args.policies, "policies")
-    ps = PolicySet.from_str(text, args.policies)
-    formatted = print_policies(ps) if len(ps) else ""
+    formatted = format_text(text, args.policies)
     if args.check:
         if formatted != text:
             print(f"{args.policies}: would be reformatted", file=sys.stderr)

@@ -15,6 +15,7 @@ when { resource.owner == principal };
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from .ast import (
@@ -46,6 +47,8 @@ from .ast import (
     Variable,
     is_valid_ident,
 )
+from .errors import ParseError
+from .source import Span
 from .values import EntityUID, quote_string
 
 # Binding strength of each syntactic level (higher binds tighter).
@@ -65,25 +68,143 @@ _LEVEL = {
 }
 
 
-def print_policies(policies: Iterable[Policy]) -> str:
-    """Cedar text for a sequence of policies, separated by blank lines."""
-    return "\n\n".join(print_policy(p) for p in policies) + "\n"
+WIDTH = 80
+"""Line width the formatter aims for (as Cedar's formatter); longer atoms are left whole."""
 
 
-def print_policy(policy: Policy) -> str:
-    """Cedar text for one policy (or template)."""
+_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+')
+
+
+def format_text(text: str, source: str | None = None, *, width: int = WIDTH) -> str:
+    """Canonical layout of a policy file, keeping its comments.
+
+    Comments between policies stay above the policy that follows them (and at the end of the
+    file); a comment *inside* a policy has no place in the canonical layout, so it is a
+    :class:`~cedarlite.ParseError` (pointing at it) rather than silently dropped.
+    """
+    from .parser import parse_policies
+
+    policies = parse_policies(text, source)
+    out: list[str] = []
+    previous_end = 0
+    for policy in policies:
+        assert policy.span is not None  # INVARIANT: parsed policies carry their span
+        inner = _comments(text, policy.span.start, policy.span.end)
+        if inner:
+            start, _ = inner[0]
+            raise ParseError(
+                "the formatter keeps comments between policies only; this one is inside a "
+                "policy",
+                span=Span.at(text, start, start + 2),
+                text=text,
+                source=source,
+                help="move the comment above the policy",
+            )
+        leading = _comment_block(text, previous_end, policy.span.start)
+        out.append(leading + print_policy(policy, width=width))
+        previous_end = policy.span.end
+    trailing = _comment_block(text, previous_end, len(text))
+    if trailing:
+        out.append(trailing.rstrip("\n"))
+    return "\n\n".join(out) + "\n" if out else ""
+
+
+def _comment_block(text: str, start: int, end: int) -> str:
+    """The comments of ``text[start:end]``, each ending its line; a blank line between comment
+    groups, or between the comments and what follows, is kept (as one)."""
+    out = ""
+    previous = None
+    for pos, comment in _comments(text, start, end):
+        if previous is not None and text.count("\n", previous, pos) > 1:
+            out += "\n"
+        out += comment + "\n"
+        previous = pos
+    if previous is not None and text.count("\n", previous, end) > 1 and end < len(text):
+        out += "\n"
+    return out
+
+
+def _comments(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """The ``//`` comments in ``text[start:end]`` (not those inside string literals)."""
+    found = []
+    for m in _COMMENT.finditer(text, start, end):
+        if m.group().startswith("//"):
+            found.append((m.start(), m.group().rstrip()))
+    return found
+
+
+def print_policies(policies: Iterable[Policy], *, width: int = WIDTH) -> str:
+    """Cedar text for a sequence of policies, separated by blank lines ("" for none)."""
+    texts = [print_policy(p, width=width) for p in policies]
+    return "\n\n".join(texts) + "\n" if texts else ""
+
+
+def print_policy(policy: Policy, *, width: int = WIDTH) -> str:
+    """Cedar text for one policy (or template), wrapped to ``width`` where it can be."""
     lines = [f"@{k}({quote_string(v)})" if v else f"@{k}" for k, v in policy.annotations.items()]
-    scopes = [_scope(policy.principal), _scope(policy.action), _scope(policy.resource)]
+    scopes = [_scope(policy.principal, width), _scope(policy.action, width),
+              _scope(policy.resource, width)]
     lines.append(f"{policy.effect.value} (")
     lines.append(",\n".join(f"  {s}" for s in scopes))
     lines.append(")")
     for cond in policy.conditions:
-        lines.append(_condition(cond))
+        lines.append(_condition(cond, width))
     return "\n".join(lines) + ";"
 
 
-def _condition(cond: Condition) -> str:
-    return f"{cond.kind.value} {{ {print_expr(cond.body)} }}"
+def _condition(cond: Condition, width: int) -> str:
+    head = f"{cond.kind.value} {{ "
+    flat = print_expr(cond.body)
+    if len(head) + len(flat) + 2 <= width:
+        return f"{head}{flat} }}"
+    return f"{cond.kind.value} {{\n  {_layout(cond.body, _IF, 2, width)}\n}}"
+
+
+def _layout(e: Expr, needed: int, indent: int, width: int) -> str:
+    """``e`` as text starting at column ``indent``: flat if it fits, else broken at its
+    top-level ``&&``/``||`` operands and set elements (continuation lines are indented)."""
+    flat = _expr(e, needed)
+    if indent + len(flat) <= width:
+        return flat
+    match e:
+        case And() | Or():
+            op, level = ("&&", _AND) if isinstance(e, And) else ("||", _OR)
+            operands = []
+            while isinstance(e, And if op == "&&" else Or):  # the left spine: a && b && c
+                operands.append(e.right)  # type: ignore[attr-defined]
+                e = e.left  # type: ignore[attr-defined]
+            operands.append(e)
+            operands.reverse()
+            inner = indent if level >= needed else indent + 2
+            parts = [_layout(operands[0], level, inner, width)]
+            parts += [_layout(x, level + 1, inner, width) for x in operands[1:]]
+            text = f" {op}\n{' ' * inner}".join(parts)
+            if level < needed:
+                return f"(\n{' ' * inner}{text}\n{' ' * indent})"
+            return text
+        case SetLit(elements=elements):
+            return _wrap_list([print_expr(x) for x in elements], indent, width)
+        case Binary(op=BinOp.IN, left=left, right=SetLit(elements=elements)) if needed <= _REL:
+            head = f"{_expr(left, _ADD)} in "
+            return head + _wrap_list([print_expr(x) for x in elements], indent, width)
+    return flat
+
+
+def _wrap_list(items: list[str], indent: int, width: int) -> str:
+    """``[a, b, ...]`` with the items filled on lines indented two more than ``indent``."""
+    pad = " " * (indent + 2)
+    lines: list[str] = []
+    line = ""
+    for i, item in enumerate(items):
+        piece = item + ("," if i + 1 < len(items) else "")
+        if line and len(pad) + len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line = f"{line} {piece}" if line else piece
+    if line:
+        lines.append(line)
+    return "[\n" + "\n".join(pad + x for x in lines) + f"\n{' ' * indent}]"
 
 
 def _target(entity: EntityUID | SlotId | None) -> str:
@@ -92,7 +213,7 @@ def _target(entity: EntityUID | SlotId | None) -> str:
     return str(entity)
 
 
-def _scope(scope: Scope) -> str:
+def _scope(scope: Scope, width: int = WIDTH) -> str:
     var = scope.var.value
     match scope.op:
         case ScopeOp.ANY:
@@ -106,7 +227,10 @@ def _scope(scope: Scope) -> str:
         case ScopeOp.IS_IN:
             return f"{var} is {scope.entity_type} in {_target(scope.entity)}"
         case ScopeOp.IN_SET:
-            return f"{var} in [{', '.join(str(e) for e in scope.entities)}]"
+            flat = f"{var} in [{', '.join(str(e) for e in scope.entities)}]"
+            if len(flat) + 3 <= width:
+                return flat
+            return f"{var} in " + _wrap_list([str(e) for e in scope.entities], 2, width)
     raise AssertionError(scope.op)  # pragma: no cover
 
 

@@ -29,8 +29,9 @@ TOOLS: list[dict[str, Any]] = [
 
 
 def policy_text(compiled: PolicySet, policy_id: str) -> str:
+    """The policy's Cedar text, conditions on one line (the formatter wraps long ones)."""
     (policy,) = [p for p in compiled if p.annotations.get("id") == policy_id]
-    return print_policy(policy)
+    return print_policy(policy, width=10_000)
 
 
 @pytest.fixture(scope="module")
