@@ -4,6 +4,7 @@
 cedarlite authorize --policies p.cedar --entities e.json --principal 'User::"a"' \\
     --action 'Action::"read"' --resource 'Doc::"d"' [--context c.json] [--schema s.cedarschema]
 cedarlite authorize --policies p.cedar --entities e.json --request-json request.json
+cedarlite validate --policies p.cedar --schema s.cedarschema
 cedarlite check-parse --policies p.cedar
 cedarlite format --policies p.cedar [--check | --write]
 cedarlite tools resolve scenario.json          # which tools a run may see
@@ -141,6 +142,22 @@ def cmd_authorize(args: argparse.Namespace) -> int:
             else:
                 print("note: no policies applied to this request")
     return EXIT_OK if resp.allowed else EXIT_DENY
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Strict validation against a schema: each issue with a caret snippet; exit 3 on errors."""
+    from .schema.validator import validate
+
+    result = validate(_policies(args), _schema(args))
+    for issue in (*result.errors, *result.warnings):
+        print(issue.render())
+        print()
+    if result.passed:
+        print(f"{args.policies}: validation passed" + (
+            f" ({len(result.warnings)} warnings)" if result.warnings else ""))
+        return EXIT_OK
+    print(f"{args.policies}: validation failed: {len(result.errors)} errors")
+    return EXIT_INVALID
 
 
 def cmd_check_parse(args: argparse.Namespace) -> int:
@@ -303,6 +320,11 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("-v", "--verbose", action="store_true", help="list the determining policies")
     a.add_argument("--json", action="store_true", help="print the response as JSON")
     a.set_defaults(run=cmd_authorize)
+
+    v = sub.add_parser("validate", help="strict validation of policies against a schema")
+    policies_args(v)
+    v.add_argument("-s", "--schema", required=True, help="schema file (.cedarschema, or .json)")
+    v.set_defaults(run=cmd_validate)
 
     c = sub.add_parser("check-parse", help="check that policies (and entities) parse")
     policies_args(c)
