@@ -97,16 +97,62 @@ def cedarpy_allowed(result: Any) -> bool:
 
 def agent_hook_workload(n_requests: int) -> None:
     rng = random.Random(7)
-    core = ["read", "write", "edit", "apply_patch", "exec", "process", "web_search", "web_fetch",
-            "memory_search", "memory_get", "sessions_list", "sessions_send", "sessions_spawn",
-            "session_status", "browser", "canvas", "message", "cron", "gateway", "nodes",
-            "image", "tts", "update_plan", "agents_list"]
-    groups = {"group:fs": core[:4], "group:runtime": core[4:6], "group:web": core[6:8],
-              "group:memory": core[8:10], "group:sessions": core[10:14], "group:ui": core[14:16],
-              "group:automation": ["cron", "gateway"]}
-    mcp = [f"{server}__{tool}" for server in ("github", "linear", "slack", "notion", "jira")
-           for tool in ("search", "create", "update", "delete", "list", "get", "comment",
-                        "assign", "close", "reopen", "link", "watch", "export", "import", "sync")]
+    core = [
+        "read",
+        "write",
+        "edit",
+        "apply_patch",
+        "exec",
+        "process",
+        "web_search",
+        "web_fetch",
+        "memory_search",
+        "memory_get",
+        "sessions_list",
+        "sessions_send",
+        "sessions_spawn",
+        "session_status",
+        "browser",
+        "canvas",
+        "message",
+        "cron",
+        "gateway",
+        "nodes",
+        "image",
+        "tts",
+        "update_plan",
+        "agents_list",
+    ]
+    groups = {
+        "group:fs": core[:4],
+        "group:runtime": core[4:6],
+        "group:web": core[6:8],
+        "group:memory": core[8:10],
+        "group:sessions": core[10:14],
+        "group:ui": core[14:16],
+        "group:automation": ["cron", "gateway"],
+    }
+    mcp = [
+        f"{server}__{tool}"
+        for server in ("github", "linear", "slack", "notion", "jira")
+        for tool in (
+            "search",
+            "create",
+            "update",
+            "delete",
+            "list",
+            "get",
+            "comment",
+            "assign",
+            "close",
+            "reopen",
+            "link",
+            "watch",
+            "export",
+            "import",
+            "sync",
+        )
+    ]
     tools = core + mcp
     entities = []
     for tool in tools:
@@ -123,55 +169,114 @@ def agent_hook_workload(n_requests: int) -> None:
     def acts(names: Sequence[str]) -> str:
         return ", ".join(f'Action::"{n}"' for n in names)
 
-    policies = ['permit (principal, action, resource);']
-    coding = [t for t in core if t not in ("browser", "canvas", "message", "gateway", "nodes",
-                                           "tts", "agents_list")]
-    policies.append(f'@layer("tools.profile") forbid (principal, action, resource) '
-                    f'unless {{ action in [{acts(coding)}, Action::"bundle-mcp"] }};')
-    policies.append('@layer("owner-only") forbid (principal, action in Action::"owner-only", '
-                    'resource) unless { context.senderIsOwner };')
-    policies.append('@layer("tools.deny") forbid (principal, action in [Action::"gateway", '
-                    'Action::"nodes"], resource);')
+    policies = ["permit (principal, action, resource);"]
+    coding = [
+        t
+        for t in core
+        if t not in ("browser", "canvas", "message", "gateway", "nodes", "tts", "agents_list")
+    ]
+    policies.append(
+        f'@layer("tools.profile") forbid (principal, action, resource) '
+        f'unless {{ action in [{acts(coding)}, Action::"bundle-mcp"] }};'
+    )
+    policies.append(
+        '@layer("owner-only") forbid (principal, action in Action::"owner-only", '
+        "resource) unless { context.senderIsOwner };"
+    )
+    policies.append(
+        '@layer("tools.deny") forbid (principal, action in [Action::"gateway", '
+        'Action::"nodes"], resource);'
+    )
     for agent in range(12):
         denied = rng.sample(tools, 4)
-        policies.append(f'@layer("agents.a{agent}.tools.deny") forbid (principal, action in '
-                        f'[{acts(denied)}], resource) when {{ context.agent == "a{agent}" }};')
+        policies.append(
+            f'@layer("agents.a{agent}.tools.deny") forbid (principal, action in '
+            f'[{acts(denied)}], resource) when {{ context.agent == "a{agent}" }};'
+        )
     for provider in ("openai", "anthropic", "google", "xai", "mistral", "groq"):
-        policies.append(f'@layer("tools.byProvider") forbid (principal, action in '
-                        f'[{acts(rng.sample(mcp, 5))}], resource) when '
-                        f'{{ context.provider == "{provider}" }};')
-    policies.append('@layer("sandbox") forbid (principal, action in [Action::"browser", '
-                    'Action::"canvas", Action::"cron", Action::"gateway", Action::"nodes"], '
-                    'resource) when { context.sandboxed };')
-    policies.append('@layer("subagent") forbid (principal, action in [Action::"gateway", '
-                    'Action::"agents_list", Action::"session_status", Action::"cron", '
-                    'Action::"sessions_send"], resource) when { context.subagentDepth >= 1 };')
+        policies.append(
+            f'@layer("tools.byProvider") forbid (principal, action in '
+            f"[{acts(rng.sample(mcp, 5))}], resource) when "
+            f'{{ context.provider == "{provider}" }};'
+        )
+    policies.append(
+        '@layer("sandbox") forbid (principal, action in [Action::"browser", '
+        'Action::"canvas", Action::"cron", Action::"gateway", Action::"nodes"], '
+        "resource) when { context.sandboxed };"
+    )
+    policies.append(
+        '@layer("subagent") forbid (principal, action in [Action::"gateway", '
+        'Action::"agents_list", Action::"session_status", Action::"cron", '
+        'Action::"sessions_send"], resource) when { context.subagentDepth >= 1 };'
+    )
     for server in ("github", "linear", "slack", "notion", "jira"):
-        policies.append(f'@layer("mcp.{server}") forbid (principal, action in '
-                        f'[{acts([t for t in mcp if t.startswith(server) and "delete" in t])}], '
-                        f'resource) unless {{ context.senderIsOwner }};')
-    safe = ["git ", "ls", "cat ", "grep ", "rg ", "pytest", "python -m pytest", "npm test",
-            "make ", "cargo test", "go test", "echo "]
+        policies.append(
+            f'@layer("mcp.{server}") forbid (principal, action in '
+            f"[{acts([t for t in mcp if t.startswith(server) and 'delete' in t])}], "
+            f"resource) unless {{ context.senderIsOwner }};"
+        )
+    safe = [
+        "git ",
+        "ls",
+        "cat ",
+        "grep ",
+        "rg ",
+        "pytest",
+        "python -m pytest",
+        "npm test",
+        "make ",
+        "cargo test",
+        "go test",
+        "echo ",
+    ]
     for prefix in safe:
-        policies.append(f'@layer("exec.safe") permit (principal, action == Action::"exec", '
-                        f'resource) when {{ context.input.command like "{prefix}*" }};')
-    for pattern in ("*rm -rf*", "*sudo *", "*curl * | sh*", "*mkfs*", "*:(){*", "*> /dev/sd*",
-                    "*chmod 777*", "*dd if=*", "*shutdown*", "*reboot*"):
-        policies.append(f'@layer("exec.dangerous") forbid (principal, action == Action::"exec", '
-                        f'resource) when {{ context.input.command like "{pattern}" }};')
-    policies.append('@layer("exec.allowlist") forbid (principal, action == Action::"exec", '
-                    'resource) unless { context.input.command like "git *" || '
-                    'context.input.command like "ls*" || context.input.command like "pytest*" '
-                    '|| context.input.command like "rg *" || context.input.command like "cat *" '
-                    '|| context.input.command like "make *" };')
+        policies.append(
+            f'@layer("exec.safe") permit (principal, action == Action::"exec", '
+            f'resource) when {{ context.input.command like "{prefix}*" }};'
+        )
+    for pattern in (
+        "*rm -rf*",
+        "*sudo *",
+        "*curl * | sh*",
+        "*mkfs*",
+        "*:(){*",
+        "*> /dev/sd*",
+        "*chmod 777*",
+        "*dd if=*",
+        "*shutdown*",
+        "*reboot*",
+    ):
+        policies.append(
+            f'@layer("exec.dangerous") forbid (principal, action == Action::"exec", '
+            f'resource) when {{ context.input.command like "{pattern}" }};'
+        )
+    policies.append(
+        '@layer("exec.allowlist") forbid (principal, action == Action::"exec", '
+        'resource) unless { context.input.command like "git *" || '
+        'context.input.command like "ls*" || context.input.command like "pytest*" '
+        '|| context.input.command like "rg *" || context.input.command like "cat *" '
+        '|| context.input.command like "make *" };'
+    )
     for path_rule in ("/etc/*", "*/.ssh/*", "*/.env", "/usr/*", "*/id_rsa*"):
-        policies.append(f'@layer("fs.paths") forbid (principal, action in Action::"group:fs", '
-                        f'resource) when {{ context.input has path && '
-                        f'context.input.path like "{path_rule}" }};')
+        policies.append(
+            f'@layer("fs.paths") forbid (principal, action in Action::"group:fs", '
+            f"resource) when {{ context.input has path && "
+            f'context.input.path like "{path_rule}" }};'
+        )
     text = "\n".join(policies)
 
-    commands = ["git status", "git log --oneline", "ls -la", "rm -rf /", "pytest -q",
-                "curl x | sh", "cat README.md", "sudo reboot", "rg TODO", "make test"]
+    commands = [
+        "git status",
+        "git log --oneline",
+        "ls -la",
+        "rm -rf /",
+        "pytest -q",
+        "curl x | sh",
+        "cat README.md",
+        "sudo reboot",
+        "rg TODO",
+        "make test",
+    ]
     paths = ["src/app.py", "/etc/passwd", "/home/u/.ssh/id_rsa", "README.md", "/home/u/.env"]
     requests = []
     for _ in range(n_requests):
@@ -182,12 +287,20 @@ def agent_hook_workload(n_requests: int) -> None:
             "sandboxed": rng.random() < 0.3,
             "senderIsOwner": rng.random() < 0.5,
             "subagentDepth": rng.choice([0, 0, 0, 1, 2]),
-            "input": {"command": rng.choice(commands)} if tool == "exec"
-            else {"path": rng.choice(paths)} if tool in groups["group:fs"] else {},
+            "input": {"command": rng.choice(commands)}
+            if tool == "exec"
+            else {"path": rng.choice(paths)}
+            if tool in groups["group:fs"]
+            else {},
         }
-        requests.append({"principal": {"type": "Agent", "id": "main"},
-                         "action": {"type": "Action", "id": tool},
-                         "resource": {"type": "Session", "id": "s1"}, "context": context})
+        requests.append(
+            {
+                "principal": {"type": "Agent", "id": "main"},
+                "action": {"type": "Action", "id": tool},
+                "resource": {"type": "Session", "id": "s1"},
+                "context": context,
+            }
+        )
 
     ps = cedarlite.PolicySet.from_str(text)
     ents = cedarlite.Entities.from_json(entities)
@@ -196,9 +309,11 @@ def agent_hook_workload(n_requests: int) -> None:
     print(f"\nagent hook: {len(tools)} tools, {len(ps)} policies, {len(requests)} tool calls")
     rows = {
         "cedarlite (request dicts)": timings(
-            lambda r: index.authorize(make_request(r), ents, cache=False), requests),
+            lambda r: index.authorize(make_request(r), ents, cache=False), requests
+        ),
         "cedarlite (prebuilt Request)": timings(
-            lambda r: index.authorize(r, ents, cache=False), prebuilt),
+            lambda r: index.authorize(r, ents, cache=False), prebuilt
+        ),
         "cedarlite (prebuilt, cache on)": timings(lambda r: index.authorize(r, ents), prebuilt),
     }
     ours = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
@@ -206,9 +321,13 @@ def agent_hook_workload(n_requests: int) -> None:
         cps = cedarpy.PolicySet.from_str(text)
         cents = cedarpy.Entities.from_json_str(json.dumps(entities))
         rows["cedarpy (pre-parsed handles)"] = timings(
-            lambda r: cedarpy.is_authorized(r, cps, cents), requests)
-        check_same("cedarpy", ours, [cedarpy_allowed(cedarpy.is_authorized(r, cps, cents))
-                                     for r in requests])
+            lambda r: cedarpy.is_authorized(r, cps, cents), requests
+        )
+        check_same(
+            "cedarpy",
+            ours,
+            [cedarpy_allowed(cedarpy.is_authorized(r, cps, cents)) for r in requests],
+        )
     report("agent hook workload", rows, "cedarpy (pre-parsed handles)")
 
 
@@ -225,12 +344,16 @@ def rbac_policies(n: int, rng: random.Random) -> tuple[list[tuple[str, str, str,
         act = rng.choice(["read", "write", "delete"])
         if i % 10 == 9:
             rows.append(("deny", team, folder, act))
-            texts.append(f'forbid (principal in Team::"{team}", action == Action::"{act}", '
-                         f'resource in Folder::"{folder}") when {{ resource.classified }};')
+            texts.append(
+                f'forbid (principal in Team::"{team}", action == Action::"{act}", '
+                f'resource in Folder::"{folder}") when {{ resource.classified }};'
+            )
         else:
             rows.append(("allow", team, folder, act))
-            texts.append(f'permit (principal in Team::"{team}", action == Action::"{act}", '
-                         f'resource in Folder::"{folder}");')
+            texts.append(
+                f'permit (principal in Team::"{team}", action == Action::"{act}", '
+                f'resource in Folder::"{folder}");'
+            )
     return rows, "\n".join(texts)
 
 
@@ -241,13 +364,23 @@ def rbac_entities(n: int, rng: random.Random) -> tuple[list[dict[str, Any]], dic
     for u in range(200):
         team = f"t{rng.randrange(teams)}"
         users[f"u{u}"] = team
-        entities.append({"uid": {"type": "User", "id": f"u{u}"}, "attrs": {},
-                         "parents": [{"type": "Team", "id": team}]})
+        entities.append(
+            {
+                "uid": {"type": "User", "id": f"u{u}"},
+                "attrs": {},
+                "parents": [{"type": "Team", "id": team}],
+            }
+        )
     for d in range(200):
         folder = f"f{rng.randrange(folders)}"
         docs[f"d{d}"] = folder
-        entities.append({"uid": {"type": "Doc", "id": f"d{d}"}, "attrs": {"classified": True},
-                         "parents": [{"type": "Folder", "id": folder}]})
+        entities.append(
+            {
+                "uid": {"type": "Doc", "id": f"d{d}"},
+                "attrs": {"classified": True},
+                "parents": [{"type": "Folder", "id": folder}],
+            }
+        )
     return entities, users, docs
 
 
@@ -268,42 +401,56 @@ def casbin_enforcer(rows: list[tuple[str, str, str, str]], users: dict, docs: di
     return enforcer
 
 
-def rbac_scale(n_requests: int) -> None:
-    results = {}
-    for n in (10, 100, 1000, 10000):
-        rng = random.Random(n)
-        rows, text = rbac_policies(n, rng)
-        entities, users, docs = rbac_entities(n, rng)
-        requests = [{"principal": {"type": "User", "id": rng.choice(list(users))},
-                     "action": {"type": "Action", "id": rng.choice(["read", "write", "delete"])},
-                     "resource": {"type": "Doc", "id": rng.choice(list(docs))}, "context": {}}
-                    for _ in range(n_requests)]
-        ps = cedarlite.PolicySet.from_str(text)
-        ents = cedarlite.Entities.from_json(entities)
-        index = compiled(ps)
-        prebuilt = [make_request(r) for r in requests]
-        rows_t = {
-            "cedarlite (request dicts)": timings(
-                lambda r: index.authorize(make_request(r), ents, cache=False), requests),
-            "cedarlite (prebuilt Request)": timings(
-                lambda r: index.authorize(r, ents, cache=False), prebuilt),
+def rbac_round(n: int, n_requests: int) -> dict[str, float]:
+    """One size of the RBAC series: time every engine, print the table, return the medians."""
+    rng = random.Random(n)
+    rows, text = rbac_policies(n, rng)
+    entities, users, docs = rbac_entities(n, rng)
+    requests = [
+        {
+            "principal": {"type": "User", "id": rng.choice(list(users))},
+            "action": {"type": "Action", "id": rng.choice(["read", "write", "delete"])},
+            "resource": {"type": "Doc", "id": rng.choice(list(docs))},
+            "context": {},
         }
-        ours = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
-        if cedarpy is not None:
-            cps = cedarpy.PolicySet.from_str(text)
-            cents = cedarpy.Entities.from_json_str(json.dumps(entities))
-            sample = requests[: max(50, n_requests // max(1, n // 100))]
-            rows_t["cedarpy (pre-parsed handles)"] = timings(
-                lambda r: cedarpy.is_authorized(r, cps, cents), sample)
-            check_same("cedarpy", ours[: len(sample)],
-                       [cedarpy_allowed(cedarpy.is_authorized(r, cps, cents)) for r in sample])
-        if casbin is not None:
-            enforcer = casbin_enforcer(rows, users, docs)
-            sample = requests[: max(50, n_requests // max(1, n // 100))]
-            args = [(r["principal"]["id"], r["resource"]["id"], r["action"]["id"]) for r in sample]
-            rows_t["pycasbin"] = timings(lambda a: enforcer.enforce(*a), args)
-            check_same("pycasbin", ours[: len(sample)], [enforcer.enforce(*a) for a in args])
-        results[n] = report(f"RBAC scale: {n:,} policies", rows_t, "cedarpy (pre-parsed handles)")
+        for _ in range(n_requests)
+    ]
+    ps = cedarlite.PolicySet.from_str(text)
+    ents = cedarlite.Entities.from_json(entities)
+    index = compiled(ps)
+    prebuilt = [make_request(r) for r in requests]
+    rows_t = {
+        "cedarlite (request dicts)": timings(
+            lambda r: index.authorize(make_request(r), ents, cache=False), requests
+        ),
+        "cedarlite (prebuilt Request)": timings(
+            lambda r: index.authorize(r, ents, cache=False), prebuilt
+        ),
+    }
+    ours = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
+    # The peers are slow at scale: time a sample (the same first requests for both).
+    sample = requests[: max(50, n_requests // max(1, n // 100))]
+    if cedarpy is not None:
+        cps = cedarpy.PolicySet.from_str(text)
+        cents = cedarpy.Entities.from_json_str(json.dumps(entities))
+        rows_t["cedarpy (pre-parsed handles)"] = timings(
+            lambda r: cedarpy.is_authorized(r, cps, cents), sample
+        )
+        check_same(
+            "cedarpy",
+            ours[: len(sample)],
+            [cedarpy_allowed(cedarpy.is_authorized(r, cps, cents)) for r in sample],
+        )
+    if casbin is not None:
+        enforcer = casbin_enforcer(rows, users, docs)
+        args = [(r["principal"]["id"], r["resource"]["id"], r["action"]["id"]) for r in sample]
+        rows_t["pycasbin"] = timings(lambda a: enforcer.enforce(*a), args)
+        check_same("pycasbin", ours[: len(sample)], [enforcer.enforce(*a) for a in args])
+    return report(f"RBAC scale: {n:,} policies", rows_t, "cedarpy (pre-parsed handles)")
+
+
+def rbac_scale(n_requests: int) -> None:
+    results = {n: rbac_round(n, n_requests) for n in (10, 100, 1000, 10000)}
     base = results[10]
     print("\n  growth of cedarlite's median from 10 to 10,000 policies:")
     for name in ("cedarlite (request dicts)", "cedarlite (prebuilt Request)"):
@@ -349,9 +496,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["hook", "rbac", "load"], help="one workload")
     args = parser.parse_args(argv)
     n = 300 if args.quick else 3000
-    print(f"python {sys.version.split()[0]}, cedarlite {cedarlite.__version__}, "
-          f"cedarpy {'absent' if cedarpy is None else getattr(cedarpy, '__version__', 'present')}, "
-          f"pycasbin {'absent' if casbin is None else 'present'}")
+    print(
+        f"python {sys.version.split()[0]}, cedarlite {cedarlite.__version__}, "
+        f"cedarpy {'absent' if cedarpy is None else getattr(cedarpy, '__version__', 'present')}, "
+        f"pycasbin {'absent' if casbin is None else 'present'}"
+    )
     if args.only in (None, "hook"):
         agent_hook_workload(n)
     if args.only in (None, "rbac"):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from corpus import corpus_tests, run_test  # noqa: E402 - the tests' loader and runner
+from corpus import corpus_tests, run_test
 
 
 def run_cedarlite(tests: list) -> tuple[float, int, int, int]:
@@ -55,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     tests = list(corpus_tests())[: args.limit]
     ours, matched, requests, flags = run_cedarlite(tests)
     print(f"corpus: {len(tests)} tests, {requests} requests")
-    print(f"  cedarlite  {ours:7.1f} s   requests matching {matched}/{requests}, "
-          f"validation flags {flags}/{len(tests)}")
+    print(
+        f"  cedarlite  {ours:7.1f} s   requests matching {matched}/{requests}, "
+        f"validation flags {flags}/{len(tests)}"
+    )
     try:
         theirs, their_matched = run_cedarpy(tests)
     except ImportError:

@@ -197,9 +197,7 @@ class Automaton:
 
     def expected(self, stack: list[Any]) -> frozenset[str]:
         """The terminals (``$END`` included) the parser accepts in this state."""
-        return frozenset(
-            t for t in self._raw[stack[-1]] if t.isupper() and self.accepts(stack, t)
-        )
+        return frozenset(t for t in self._raw[stack[-1]] if t.isupper() and self.accepts(stack, t))
 
     def terminal_text(self, name: str) -> str:
         """How to show a terminal in a message: `` `kw` `` for a keyword or punctuation."""

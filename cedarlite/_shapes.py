@@ -198,7 +198,7 @@ def _node_template(node: Any) -> tuple[bool, Any]:
     if not holes:
         return False, cls(*values)
     if len(holes) == 1:
-        (index, build), = holes
+        ((index, build),) = holes
         before, after = values[:index], values[index + 1 :]
         return True, lambda lits: cls(*before, build(lits), *after)
 
@@ -254,6 +254,7 @@ def _record_template(node: ast.RecordLit) -> tuple[bool, Any]:
 def _policy_template(policy: Policy) -> Builder:
     """``build(lits, id, span) -> Policy`` for a parsed canonical policy."""
     values, holes = _field_parts(policy)
+
     # INVARIANT: fields(Policy) starts with `id`, which is assigned per instance.
     def build(lits: list[str], policy_id: str, span: Span) -> Policy:  # type: ignore[misc]
         args = values.copy()
@@ -283,10 +284,7 @@ def _template_for(shape: str, strict: bool) -> Builder | None:
     except ParseError:
         builder = None
     else:
-        if len(parsed) != 1:
-            builder = None
-        else:
-            builder = _policy_template(parsed[0])
+        builder = _policy_template(parsed[0]) if len(parsed) == 1 else None
     with _lock:
         if len(_templates) >= _MAX_TEMPLATES:
             _templates.clear()

@@ -316,9 +316,7 @@ class Policy:
     action: Scope
     resource: Scope
     conditions: tuple[Condition, ...] = ()
-    annotations: Mapping[str, str] = field(
-        default_factory=lambda: MappingProxyType({}), hash=False
-    )
+    annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     template_id: str | None = None
     links: Mapping[str, EntityUID] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     span: Span | None = field(default=None, kw_only=True, compare=False, repr=False)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from .ast import Effect, Policy
 from .entities import Entities, JSONValueError, uid_from_json, value_from_json
-from .errors import CedarliteError, EntitiesError, EvaluationError, RequestError
+from .errors import CedarliteError, EvaluationError, RequestError
 from .evaluator import Evaluator, Request
 from .parser import parse_entity_uid
-from .values import EMPTY_RECORD, EntityUID, Record
+from .values import EMPTY_RECORD, EntityUID
 
 if TYPE_CHECKING:
     from .policyset import PolicySet
@@ -70,9 +70,7 @@ class Response:
         }
 
 
-def decide(
-    satisfied: Iterable[Policy], errors: Iterable[PolicyError] = ()
-) -> Response:
+def decide(satisfied: Iterable[Policy], errors: Iterable[PolicyError] = ()) -> Response:
     """Deny-overrides: Allow iff some permit is satisfied and no forbid is."""
     permits: list[str] = []
     forbids: list[str] = []
@@ -85,9 +83,7 @@ def decide(
     return Response(Decision.DENY, (), tuple(errors))
 
 
-def evaluate_policies(
-    policies: Iterable[Policy], request: Request, entities: Entities
-) -> Response:
+def evaluate_policies(policies: Iterable[Policy], request: Request, entities: Entities) -> Response:
     """The reference authorizer: evaluate every policy with the interpreter, then decide."""
     ev = Evaluator(request, entities)
     satisfied: list[Policy] = []

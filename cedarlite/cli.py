@@ -153,8 +153,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(issue.render())
         print()
     if result.passed:
-        print(f"{args.policies}: validation passed" + (
-            f" ({len(result.warnings)} warnings)" if result.warnings else ""))
+        print(
+            f"{args.policies}: validation passed"
+            + (f" ({len(result.warnings)} warnings)" if result.warnings else "")
+        )
         return EXIT_OK
     print(f"{args.policies}: validation failed: {len(result.errors)} errors")
     return EXIT_INVALID
@@ -226,8 +228,11 @@ def cmd_tools_resolve(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_DENY
     if args.json:
-        print(json.dumps({"allowed": res.allowed, "removed": res.removed,
-                          "warnings": res.warnings}, indent=2))
+        print(
+            json.dumps(
+                {"allowed": res.allowed, "removed": res.removed, "warnings": res.warnings}, indent=2
+            )
+        )
         return EXIT_OK
     print(f"allowed ({len(res.allowed)}): {', '.join(map(str, res.allowed)) or '-'}")
     for tool, layer in res.removed.items():
@@ -263,7 +268,10 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
         params = call.get("params", {})
         try:
             decision = policy.authorize_call(
-                call.get("context", context), call["tool"], params, rules=rules,
+                call.get("context", context),
+                call["tool"],
+                params,
+                rules=rules,
                 call_id=str(i),
             )
             verdict = "allow" if decision.allowed else "deny"
@@ -298,10 +306,16 @@ def _parser() -> argparse.ArgumentParser:
 
     def policies_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("-p", "--policies", required=True, help="Cedar policy file (- for stdin)")
-        p.add_argument("--template-linked", metavar="FILE",
-                       help='JSON list of {"template_id", "link_id", "args": {"?principal": ...}}')
-        p.add_argument("--strict", action="store_true",
-                       help="reject cedarlite's dialect extras (startsWith/endsWith)")
+        p.add_argument(
+            "--template-linked",
+            metavar="FILE",
+            help='JSON list of {"template_id", "link_id", "args": {"?principal": ...}}',
+        )
+        p.add_argument(
+            "--strict",
+            action="store_true",
+            help="reject cedarlite's dialect extras (startsWith/endsWith)",
+        )
 
     def schema_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("-s", "--schema", help="schema file (.cedarschema, or .json)")
@@ -315,8 +329,11 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("-a", "--action", help='action, e.g. Action::"read"')
     a.add_argument("-r", "--resource", help='resource, e.g. Doc::"readme"')
     a.add_argument("-c", "--context", metavar="FILE", help="JSON context file")
-    a.add_argument("--no-request-validation", action="store_true",
-                   help="with --schema, do not check the request against appliesTo")
+    a.add_argument(
+        "--no-request-validation",
+        action="store_true",
+        help="with --schema, do not check the request against appliesTo",
+    )
     a.add_argument("-v", "--verbose", action="store_true", help="list the determining policies")
     a.add_argument("--json", action="store_true", help="print the response as JSON")
     a.set_defaults(run=cmd_authorize)
@@ -358,8 +375,12 @@ def _parser() -> argparse.ArgumentParser:
 
     tc = tsub.add_parser("check", help="decide the scenario's tool calls")
     scenario_args(tc)
-    tc.add_argument("--rules", action="append", metavar="FILE",
-                    help="argument rules (.cedar), e.g. policies/exec-commands.cedar; repeatable")
+    tc.add_argument(
+        "--rules",
+        action="append",
+        metavar="FILE",
+        help="argument rules (.cedar), e.g. policies/exec-commands.cedar; repeatable",
+    )
     tc.set_defaults(run=cmd_tools_check)
     return parser
 

@@ -296,7 +296,7 @@ def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) 
         obj = obj["__entity"]
     if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:
         raise error(  # type: ignore[call-arg]
-            f"{where}: expected an entity reference `{{\"type\": ..., \"id\": ...}}`, "
+            f'{where}: expected an entity reference `{{"type": ..., "id": ...}}`, '
             f"got `{_preview(obj)}`"
         )
     type_name, id_ = obj["type"], obj["id"]
@@ -324,13 +324,15 @@ def value_from_json(obj: Any, where: str) -> Any:
         return CedarSet(value_from_json(v, f"{where}[{i}]") for i, v in enumerate(obj))
     if cls is dict:
         if len(obj) == 1:
-            (key, inner), = obj.items()
+            ((key, inner),) = obj.items()
             # Like Rust's untagged `CedarValueJson`: an escape whose payload does not have the
             # escape's shape is not an error, the object is then an ordinary record.
             if key == "__entity" and _has_shape(inner, type=str, id=str):
                 return uid_from_json(obj, where, JSONValueError)
-            if key == "__extn" and _has_shape(inner, fn=str) and (
-                "arg" in inner or isinstance(inner.get("args"), list)
+            if (
+                key == "__extn"
+                and _has_shape(inner, fn=str)
+                and ("arg" in inner or isinstance(inner.get("args"), list))
             ):
                 return _extn_from_json(inner, where)
             if key == "__expr" and inner.__class__ is str:
@@ -364,11 +366,13 @@ def _extn_from_json(inner: Any, where: str) -> Any:
     if not isinstance(inner, dict) or "fn" not in inner or not isinstance(inner["fn"], str):
         raise JSONValueError(f'{where}: `__extn` must be `{{"fn": ..., "arg": ...}}`')
     if "args" in inner and isinstance(inner["args"], list):
-        args = [value_from_json(a, f"{where}.__extn.args[{i}]") for i, a in enumerate(inner["args"])]
+        args = [
+            value_from_json(a, f"{where}.__extn.args[{i}]") for i, a in enumerate(inner["args"])
+        ]
     elif "arg" in inner:
         args = [value_from_json(inner["arg"], f"{where}.__extn.arg")]
     else:
-        raise JSONValueError(f'{where}: `__extn` needs an `arg` or `args`')
+        raise JSONValueError(f"{where}: `__extn` needs an `arg` or `args`")
     try:
         return from_extn_json(inner["fn"], args)
     except EvaluationError as err:
@@ -387,7 +391,9 @@ def _entity_from_json(
     """One entity from its JSON object; with a schema, values are read by their types."""
     try:
         if not isinstance(item, dict):
-            raise JSONValueError(f"entity{where}: expected an entity object, got `{_preview(item)}`")
+            raise JSONValueError(
+                f"entity{where}: expected an entity object, got `{_preview(item)}`"
+            )
         for key in ("uid", "attrs", "parents"):
             if key not in item:
                 raise JSONValueError(f"entity{where}: missing field `{key}`")

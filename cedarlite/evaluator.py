@@ -70,7 +70,7 @@ _BINARY = {
 class Evaluator:
     """Evaluates expressions and policies for one request against one entity store."""
 
-    __slots__ = ("entities", "request", "_vars")
+    __slots__ = ("_vars", "entities", "request")
 
     def __init__(self, request: Request, entities: ops.EntityStore) -> None:
         self.request = request
@@ -131,7 +131,7 @@ class Evaluator:
         except RecursionError:
             raise EvaluationError("expression is nested too deeply to evaluate") from None
 
-    def _eval(self, e: Expr) -> Any:  # noqa: C901 - one case per node type reads best
+    def _eval(self, e: Expr) -> Any:
         ev = self._eval
         match e:
             case Lit(value=value):

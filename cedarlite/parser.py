@@ -153,7 +153,7 @@ def _unescape(tok: Token, pattern: bool = False) -> list[str | ast._Wildcard]:
     except BadEscape as bad:
         start: int = tok.start_pos + 1 + bad.start  # type: ignore[operator]
         _fail(
-            f"the input `{raw[bad.start:bad.end]}` is not a valid escape",
+            f"the input `{raw[bad.start : bad.end]}` is not a valid escape",
             Span.at(_state.text, start, start + (bad.end - bad.start)),
         )
 
@@ -301,7 +301,9 @@ class _Builder(Transformer):  # type: ignore[type-arg]
             return Scope(Var.ACTION, ScopeOp.IN_SET, entities=uids, span=span)
         self._check_action_uid(target)
         return Scope(
-            Var.ACTION, ScopeOp.EQ if op.type == "RELOP" else ScopeOp.IN, entity=target.value,
+            Var.ACTION,
+            ScopeOp.EQ if op.type == "RELOP" else ScopeOp.IN,
+            entity=target.value,
             span=span,
         )
 
@@ -497,8 +499,11 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         path = c[0]
         if len(path.segments) == 1 and path.segments[0] in _VARS:
             return ast.Variable(_VARS[path.segments[0]], span=path.span)
-        _fail(f"invalid variable: `{path.name}`", path.span,
-              help="the variables are `principal`, `action`, `resource` and `context`")
+        _fail(
+            f"invalid variable: `{path.name}`",
+            path.span,
+            help="the variables are `principal`, `action`, `resource` and `context`",
+        )
 
     def entity_ref(self, c: list[Any]) -> ast.Lit:
         path, tok = c
@@ -545,7 +550,7 @@ def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
     m = _UID_RE.fullmatch(stripped)
     if m is None:
         raise ParseError(
-            f"`{text}` is not an entity uid; expected `Type::\"id\"`",
+            f'`{text}` is not an entity uid; expected `Type::"id"`',
             span=Span.at(text, 0, len(text)),
             text=text,
             source=source,

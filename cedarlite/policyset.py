@@ -131,9 +131,7 @@ class PolicySet:
         """The policies that take part in decisions: static and linked, not templates."""
         cached = self._cache.get("active")
         if cached is None:
-            cached = self._cache["active"] = tuple(
-                p for p in self._policies if not p.is_template
-            )
+            cached = self._cache["active"] = tuple(p for p in self._policies if not p.is_template)
         return cached  # type: ignore[no-any-return]
 
     @property
@@ -257,8 +255,10 @@ def _as_uid(value: Any, slot: str) -> EntityUID:
     try:
         if isinstance(value, str):
             return parse_entity_uid(value)
-        if isinstance(value, Mapping) and isinstance(value.get("type"), str) and isinstance(
-            value.get("id"), str
+        if (
+            isinstance(value, Mapping)
+            and isinstance(value.get("type"), str)
+            and isinstance(value.get("id"), str)
         ):
             return EntityUID(value["type"], value["id"])
     except CedarliteError as err:

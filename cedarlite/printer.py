@@ -93,8 +93,7 @@ def format_text(text: str, source: str | None = None, *, width: int = WIDTH) -> 
         if inner:
             start, _ = inner[0]
             raise ParseError(
-                "the formatter keeps comments between policies only; this one is inside a "
-                "policy",
+                "the formatter keeps comments between policies only; this one is inside a policy",
                 span=Span.at(text, start, start + 2),
                 text=text,
                 source=source,
@@ -142,8 +141,11 @@ def print_policies(policies: Iterable[Policy], *, width: int = WIDTH) -> str:
 def print_policy(policy: Policy, *, width: int = WIDTH) -> str:
     """Cedar text for one policy (or template), wrapped to ``width`` where it can be."""
     lines = [f"@{k}({quote_string(v)})" if v else f"@{k}" for k, v in policy.annotations.items()]
-    scopes = [_scope(policy.principal, width), _scope(policy.action, width),
-              _scope(policy.resource, width)]
+    scopes = [
+        _scope(policy.principal, width),
+        _scope(policy.action, width),
+        _scope(policy.resource, width),
+    ]
     lines.append(f"{policy.effect.value} (")
     lines.append(",\n".join(f"  {s}" for s in scopes))
     lines.append(")")
@@ -243,7 +245,7 @@ def _paren(text: str, level: int, needed: int) -> str:
     return f"({text})" if level < needed else text
 
 
-def _expr(e: Expr, needed: int) -> str:  # noqa: C901 - one case per node type reads best
+def _expr(e: Expr, needed: int) -> str:
     match e:
         case Lit(value=value):
             text = _literal(value)

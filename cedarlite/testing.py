@@ -154,39 +154,122 @@ SIMPLE_TYPES: tuple[Type, ...] = (BOOL, LONG, STRING, ENTITY, *EXTENSIONS)
 # Extension strings: valid ones, near misses, and small generators of both.
 
 DECIMAL_STRINGS = (
-    "0.0", "1.5", "-2.25", "12.3456", "1.0000", "-0.5", "922337203685477.5807",
-    "-922337203685477.5808", "3.1", "100.01",
+    "0.0",
+    "1.5",
+    "-2.25",
+    "12.3456",
+    "1.0000",
+    "-0.5",
+    "922337203685477.5807",
+    "-922337203685477.5808",
+    "3.1",
+    "100.01",
 )
 BAD_DECIMAL_STRINGS = (
-    "1.", ".5", "1", "1.23456", "abc", "", "922337203685477.5808", "1.-5", "+1.0", "1..0",
-    "-", "1e3", " 1.0", "١.٠",  # noqa: RUF001 - non-ASCII digits must be rejected
+    "1.",
+    ".5",
+    "1",
+    "1.23456",
+    "abc",
+    "",
+    "922337203685477.5808",
+    "1.-5",
+    "+1.0",
+    "1..0",
+    "-",
+    "1e3",
+    " 1.0",
+    "١.٠",  # noqa: RUF001 - non-ASCII digits must be rejected
 )
 IP_STRINGS = (
-    "10.0.0.1", "192.168.0.0/16", "192.168.1.7/24", "127.0.0.1", "127.0.0.0/8", "::1",
-    "ff02::1", "2001:db8::/32", "224.0.0.1", "0.0.0.0/0", "10.1.2.3/8", "::", "ffff::/8",
-    "1:2:3:4:5:6:7:8", "fe80::1/64", "239.255.255.255",
+    "10.0.0.1",
+    "192.168.0.0/16",
+    "192.168.1.7/24",
+    "127.0.0.1",
+    "127.0.0.0/8",
+    "::1",
+    "ff02::1",
+    "2001:db8::/32",
+    "224.0.0.1",
+    "0.0.0.0/0",
+    "10.1.2.3/8",
+    "::",
+    "ffff::/8",
+    "1:2:3:4:5:6:7:8",
+    "fe80::1/64",
+    "239.255.255.255",
 )
 BAD_IP_STRINGS = (
-    "256.0.0.1", "01.2.3.4", "1.2.3", "::ffff:1.2.3.4", "10.0.0.1/33", "1.2.3.4/08", "",
-    "::1::", "a.b.c.d", "fe80::1%eth0", "1:2:3:4:5:6:7:8:9", "::1/129", "1.2.3.4/", "12345::",
+    "256.0.0.1",
+    "01.2.3.4",
+    "1.2.3",
+    "::ffff:1.2.3.4",
+    "10.0.0.1/33",
+    "1.2.3.4/08",
+    "",
+    "::1::",
+    "a.b.c.d",
+    "fe80::1%eth0",
+    "1:2:3:4:5:6:7:8:9",
+    "::1/129",
+    "1.2.3.4/",
+    "12345::",
 )
 DATETIME_STRINGS = (
-    "2024-01-01", "2024-02-29T12:00:00Z", "1969-12-31T23:59:59.999Z", "2024-06-01T11:35:00-0100",
-    "2000-01-01T00:00:00.123+0530", "1970-01-01", "0000-01-01", "9999-12-31T23:59:59Z",
+    "2024-01-01",
+    "2024-02-29T12:00:00Z",
+    "1969-12-31T23:59:59.999Z",
+    "2024-06-01T11:35:00-0100",
+    "2000-01-01T00:00:00.123+0530",
+    "1970-01-01",
+    "0000-01-01",
+    "9999-12-31T23:59:59Z",
     "2024-06-01T12:35:00Z",
 )
 BAD_DATETIME_STRINGS = (
-    "2023-02-29", "2024-1-01", "2024-01-01T24:00:00Z", "2024-01-01T12:00:00",
-    "2024-01-01 12:00:00Z", "20240101", "2024-01-01T12:00:60Z", "2024-01-01T12:00:00+2400",
-    "", "2024-13-01", "2024-01-01T12:00:00.12Z", "2024-01-01T12:00:00+01:00", "+2024-01-01",
+    "2023-02-29",
+    "2024-1-01",
+    "2024-01-01T24:00:00Z",
+    "2024-01-01T12:00:00",
+    "2024-01-01 12:00:00Z",
+    "20240101",
+    "2024-01-01T12:00:60Z",
+    "2024-01-01T12:00:00+2400",
+    "",
+    "2024-13-01",
+    "2024-01-01T12:00:00.12Z",
+    "2024-01-01T12:00:00+01:00",
+    "+2024-01-01",
 )
 DURATION_STRINGS = (
-    "1d", "2h30m", "-1h30m", "0ms", "90m", "1d2h3m4s5ms", "500ms", "-5s", "24h", "1ms",
-    "106751991167d", "-9223372036854775808ms",
+    "1d",
+    "2h30m",
+    "-1h30m",
+    "0ms",
+    "90m",
+    "1d2h3m4s5ms",
+    "500ms",
+    "-5s",
+    "24h",
+    "1ms",
+    "106751991167d",
+    "-9223372036854775808ms",
 )
 BAD_DURATION_STRINGS = (
-    "", "-", "1", "1h1d", "1h1h", "1.5h", "h", "1 h", "9223372036854775808ms", "106751991168d",
-    "1msm", "--1s", "1s-", "1D",
+    "",
+    "-",
+    "1",
+    "1h1d",
+    "1h1h",
+    "1.5h",
+    "h",
+    "1 h",
+    "9223372036854775808ms",
+    "106751991168d",
+    "1msm",
+    "--1s",
+    "1s-",
+    "1D",
 )
 
 EXT_CTOR = {DECIMAL: "decimal", IPADDR: "ip", DATETIME: "datetime", DURATION: "duration"}
@@ -211,9 +294,7 @@ def _decimal_text(draw: Any) -> str:
 def _ip_text(draw: Any) -> str:
     if draw(st.booleans()):
         parts = draw(st.lists(st.integers(0, 300), min_size=3, max_size=5))
-        text = ".".join(
-            ("0" if draw(st.integers(0, 15)) == 0 else "") + str(p) for p in parts
-        )
+        text = ".".join(("0" if draw(st.integers(0, 15)) == 0 else "") + str(p) for p in parts)
         limit = 40
     else:
         groups = draw(st.lists(st.integers(0, 0xFFFF), min_size=1, max_size=9))
@@ -279,13 +360,56 @@ def extension_strings(ty: Type, *, valid_only: bool = False) -> st.SearchStrateg
 # The universe
 
 
-LONG_POOL = (0, 1, 2, 3, 7, 10, 42, 100, -1, -5, 255, 1000, 2**31, 2**32, 2**62, I64_MAX,
-             I64_MIN, I64_MAX - 1, I64_MIN + 1, 3037000500, -3037000500)
+LONG_POOL = (
+    0,
+    1,
+    2,
+    3,
+    7,
+    10,
+    42,
+    100,
+    -1,
+    -5,
+    255,
+    1000,
+    2**31,
+    2**32,
+    2**62,
+    I64_MAX,
+    I64_MIN,
+    I64_MAX - 1,
+    I64_MIN + 1,
+    3037000500,
+    -3037000500,
+)
 """Integers that stress overflow checks (``2**62 * 2``, ``3037000500**2``...)."""
 
-STRING_POOL = ("", "alice", "bob", "a*b", "*", "ab", "abc", "report.pdf", "ALICE", "ü", "x\ny",
-               "tab\there", 'quo"te', "back\\slash", "a b", "\u0000", "日本", "admin", "10.0.0.1",
-               "\x7f", "zero\u200bwidth", "\U0001f600", "e\u0301")
+STRING_POOL = (
+    "",
+    "alice",
+    "bob",
+    "a*b",
+    "*",
+    "ab",
+    "abc",
+    "report.pdf",
+    "ALICE",
+    "ü",
+    "x\ny",
+    "tab\there",
+    'quo"te',
+    "back\\slash",
+    "a b",
+    "\u0000",
+    "日本",
+    "admin",
+    "10.0.0.1",
+    "\x7f",
+    "zero\u200bwidth",
+    "\U0001f600",
+    "e\u0301",
+)
 """Strings shared by literals and data, so that ``==`` and ``like`` are sometimes true."""
 
 
@@ -319,8 +443,12 @@ class Universe:
         """Every storable uid, children before parents."""
         return tuple(
             dict.fromkeys(
-                self.principals + self.resources + self.actions + self.groups
-                + self.containers + self.action_groups
+                self.principals
+                + self.resources
+                + self.actions
+                + self.groups
+                + self.containers
+                + self.action_groups
             )
         )
 
@@ -358,7 +486,8 @@ DEFAULT_UNIVERSE = Universe(
     groups=_uids("Group", "staff", "admins"),
     containers=_uids("NS::Folder", "pub", "root"),
     action_groups=_uids("Action", "readOnly", "all"),
-    extra_uids=_uids("User", "ghost", "tab\tü\n") + _uids("NS::Doc", "missing")
+    extra_uids=_uids("User", "ghost", "tab\tü\n")
+    + _uids("NS::Doc", "missing")
     + _uids("Other", "x"),
     attributes={
         "name": STRING,
@@ -393,8 +522,9 @@ DEFAULT_UNIVERSE = Universe(
 """The universe used when a strategy is not given one."""
 
 
-def universe_for(*policy_sets: PolicySet | Sequence[Policy], base: Universe = DEFAULT_UNIVERSE
-                 ) -> Universe:
+def universe_for(
+    *policy_sets: PolicySet | Sequence[Policy], base: Universe = DEFAULT_UNIVERSE
+) -> Universe:
     """A universe covering everything the given policies mention, merged into ``base``.
 
     Entity uids in scopes and literals become storable entities (``Action`` types as actions);
@@ -557,9 +687,7 @@ def _json_value(d: _Draw, u: Universe, ty: Type, depth: int = 2) -> Any:
         case "Set":
             return [_json_value(d, u, ty[1], depth - 1) for _ in range(d.integer(0, 3))]
         case "Record":
-            return {
-                k: _json_value(d, u, t, depth - 1) for k, t in ty[1] if d.chance(85)
-            }
+            return {k: _json_value(d, u, t, depth - 1) for k, t in ty[1] if d.chance(85)}
         case _:
             text = d.pick(_EXT_POOLS[ty][0])
             if ty == DATETIME and d.chance(20):
@@ -728,42 +856,84 @@ class _ExprGen:
         options: list[tuple[int, Callable[[], Expr]]] = [
             (3, lambda: self.leaf(ty)),
             (3, lambda: self.access(ty, depth)),
-            (1, lambda: If(self.boolean(depth - 1), self.expr(ty, depth - 1),
-                           self.expr(ty, depth - 1))),
+            (
+                1,
+                lambda: If(
+                    self.boolean(depth - 1), self.expr(ty, depth - 1), self.expr(ty, depth - 1)
+                ),
+            ),
         ]
         match ty[0]:
             case "Long":
                 options += [
-                    (2, lambda: Binary(d.pick((BinOp.ADD, BinOp.SUB, BinOp.MUL)),
-                                       self.expr(LONG, depth - 1), self.expr(LONG, depth - 1))),
+                    (
+                        2,
+                        lambda: Binary(
+                            d.pick((BinOp.ADD, BinOp.SUB, BinOp.MUL)),
+                            self.expr(LONG, depth - 1),
+                            self.expr(LONG, depth - 1),
+                        ),
+                    ),
                     (1, lambda: Unary(UnaryOp.NEG, self.expr(LONG, depth - 1))),
                     (1, lambda: self.get_tag(LONG, depth)),
-                    (1, lambda: MethodCall(self.expr(DURATION, depth - 1), d.pick(
-                        ("toMilliseconds", "toSeconds", "toMinutes", "toHours", "toDays")), ())),
+                    (
+                        1,
+                        lambda: MethodCall(
+                            self.expr(DURATION, depth - 1),
+                            d.pick(
+                                ("toMilliseconds", "toSeconds", "toMinutes", "toHours", "toDays")
+                            ),
+                            (),
+                        ),
+                    ),
                 ]
             case "String":
                 options += [(1, lambda: self.get_tag(STRING, depth))]
             case "Entity":
                 options += [(1, lambda: self.get_tag(ENTITY, depth))]
             case "Set":
-                options += [(2, lambda: SetLit(tuple(
-                    self.expr(ty[1], depth - 1) for _ in range(d.integer(0, 3)))))]
+                options += [
+                    (
+                        2,
+                        lambda: SetLit(
+                            tuple(self.expr(ty[1], depth - 1) for _ in range(d.integer(0, 3)))
+                        ),
+                    )
+                ]
             case "Record":
-                options += [(2, lambda: RecordLit(tuple(
-                    (k, self.expr(t, depth - 1)) for k, t in ty[1] if d.chance(85))))]
+                options += [
+                    (
+                        2,
+                        lambda: RecordLit(
+                            tuple((k, self.expr(t, depth - 1)) for k, t in ty[1] if d.chance(85))
+                        ),
+                    )
+                ]
             case "datetime":
                 options += [
                     (2, lambda: self.ext_ctor(DATETIME, depth)),
-                    (1, lambda: MethodCall(self.expr(DATETIME, depth - 1), "offset",
-                                           (self.expr(DURATION, depth - 1),))),
+                    (
+                        1,
+                        lambda: MethodCall(
+                            self.expr(DATETIME, depth - 1),
+                            "offset",
+                            (self.expr(DURATION, depth - 1),),
+                        ),
+                    ),
                     (1, lambda: MethodCall(self.expr(DATETIME, depth - 1), "toDate", ())),
                 ]
             case "duration":
                 options += [
                     (2, lambda: self.ext_ctor(DURATION, depth)),
                     (1, lambda: MethodCall(self.expr(DATETIME, depth - 1), "toTime", ())),
-                    (1, lambda: MethodCall(self.expr(DATETIME, depth - 1), "durationSince",
-                                           (self.expr(DATETIME, depth - 1),))),
+                    (
+                        1,
+                        lambda: MethodCall(
+                            self.expr(DATETIME, depth - 1),
+                            "durationSince",
+                            (self.expr(DATETIME, depth - 1),),
+                        ),
+                    ),
                 ]
             case "decimal" | "ipaddr":
                 options += [(2, lambda: self.ext_ctor(ty, depth))]
@@ -812,9 +982,18 @@ class _ExprGen:
             (4, lambda: self.guarded(depth)),
             (2, lambda: self.equality(sub)),
             (2, lambda: self.hierarchy(sub)),
-            (1, lambda: MethodCall(self.base(ENTITY, sub), "hasTag", (
-                Lit(d.pick([*self.u.tags, "nope"])) if d.chance(85)
-                else self.expr(STRING, sub),))),
+            (
+                1,
+                lambda: MethodCall(
+                    self.base(ENTITY, sub),
+                    "hasTag",
+                    (
+                        Lit(d.pick([*self.u.tags, "nope"]))
+                        if d.chance(85)
+                        else self.expr(STRING, sub),
+                    ),
+                ),
+            ),
             (2, lambda: self.has(sub)),
         ]
         return d.weighted(options)()
@@ -859,8 +1038,11 @@ class _ExprGen:
         base = self.base(base_ty, depth)
         first = d.pick(names)
         path = [first]
-        ty = self.u.attributes.get(first, ANY) if base_ty == ENTITY else _fields(base_ty).get(
-            first, ANY)
+        ty = (
+            self.u.attributes.get(first, ANY)
+            if base_ty == ENTITY
+            else _fields(base_ty).get(first, ANY)
+        )
         while ty[0] == "Record" and d.chance(40) and _dottable(path[-1]):
             nxt = d.pick([k for k, _ in ty[1]] + ["nope"])
             path.append(nxt)
@@ -891,8 +1073,9 @@ class _ExprGen:
         other = lambda t=ty: self.expr(t, depth)  # noqa: E731
         match ty[0]:
             case "Bool":
-                return d.pick((lambda: e, lambda: Unary(UnaryOp.NOT, e),
-                               lambda: Binary(BinOp.EQ, e, other())))()
+                return d.pick(
+                    (lambda: e, lambda: Unary(UnaryOp.NOT, e), lambda: Binary(BinOp.EQ, e, other()))
+                )()
             case "Long":
                 return Binary(d.pick((*_CMP, BinOp.EQ, BinOp.NEQ)), e, other())
             case "String":
@@ -903,8 +1086,11 @@ class _ExprGen:
                 if d.chance(50):
                     return Binary(BinOp.IN, e, self.in_target(depth))
                 if d.chance(50):
-                    return Is(e, d.pick(self.u.entity_types),
-                              self.in_target(depth) if d.chance(30) else None)
+                    return Is(
+                        e,
+                        d.pick(self.u.entity_types),
+                        self.in_target(depth) if d.chance(30) else None,
+                    )
                 return Binary(BinOp.EQ, e, other())
             case "Set":
                 name = d.pick(("contains", "containsAll", "containsAny", "isEmpty"))
@@ -916,14 +1102,14 @@ class _ExprGen:
                 keys = [k for k, _ in ty[1]] + ["zz"]
                 return Has(e, (d.pick(keys),))
             case "decimal":
-                name = d.pick(("lessThan", "lessThanOrEqual", "greaterThan",
-                               "greaterThanOrEqual", "=="))
+                name = d.pick(
+                    ("lessThan", "lessThanOrEqual", "greaterThan", "greaterThanOrEqual", "==")
+                )
                 if name == "==":
                     return Binary(BinOp.EQ, e, other())
                 return MethodCall(e, name, (other(),))
             case "ipaddr":
-                name = d.pick(("isIpv4", "isIpv6", "isLoopback", "isMulticast", "isInRange",
-                               "=="))
+                name = d.pick(("isIpv4", "isIpv6", "isLoopback", "isMulticast", "isInRange", "=="))
                 if name == "==":
                     return Binary(BinOp.EQ, e, other())
                 return MethodCall(e, name, (other(),) if name == "isInRange" else ())
@@ -955,8 +1141,18 @@ def _dottable(name: str) -> bool:
 
 
 _TESTABLE: tuple[Type, ...] = (
-    BOOL, LONG, LONG, STRING, STRING, ENTITY, ENTITY, set_of(STRING), set_of(ENTITY),
-    set_of(LONG), META, *EXTENSIONS,
+    BOOL,
+    LONG,
+    LONG,
+    STRING,
+    STRING,
+    ENTITY,
+    ENTITY,
+    set_of(STRING),
+    set_of(ENTITY),
+    set_of(LONG),
+    META,
+    *EXTENSIONS,
 )
 
 
@@ -1001,8 +1197,9 @@ def _entity_scope(d: _Draw, u: Universe, var: Var, template_ok: bool) -> Scope:
             return slot
         return d.hot(pool) if d.chance(90) else d.pick(u.all_uids)
 
-    op = d.weighted(((7, ScopeOp.ANY), (2, ScopeOp.EQ), (2, ScopeOp.IN), (1, ScopeOp.IS),
-                     (1, ScopeOp.IS_IN)))
+    op = d.weighted(
+        ((7, ScopeOp.ANY), (2, ScopeOp.EQ), (2, ScopeOp.IN), (1, ScopeOp.IS), (1, ScopeOp.IS_IN))
+    )
     types = tuple(dict.fromkeys(t.type for t in own)) + u.entity_types
     match op:
         case ScopeOp.ANY:
@@ -1051,12 +1248,13 @@ def policies(
     d = _Draw(draw)
     gen = _ExprGen(d, u)
     annotations = {
-        k: d.pick(("", "a", "policy one", 'q"uote'))
-        for k in _ANNOTATION_KEYS if d.chance(8)
+        k: d.pick(("", "a", "policy one", 'q"uote')) for k in _ANNOTATION_KEYS if d.chance(8)
     }
     conditions = tuple(
-        Condition(ConditionKind.WHEN if d.chance(75) else ConditionKind.UNLESS,
-                  gen.boolean(d.integer(1, depth)))
+        Condition(
+            ConditionKind.WHEN if d.chance(75) else ConditionKind.UNLESS,
+            gen.boolean(d.integer(1, depth)),
+        )
         for _ in range(d.weighted(((2, 0), (5, 1), (2, 2), (1, 3))))
     )
     return Policy(
@@ -1096,8 +1294,11 @@ def policy_sets(
         for _ in range(d.weighted(((1, 0), (3, 1), (1, 2)))):
             values = {}
             for slot in template.slots:
-                pool = u.principals + u.groups if slot is SlotId.PRINCIPAL else (
-                    u.resources + u.containers)
+                pool = (
+                    u.principals + u.groups
+                    if slot is SlotId.PRINCIPAL
+                    else (u.resources + u.containers)
+                )
                 values[slot.value] = d.pick(pool) if d.chance(90) else d.pick(u.all_uids)
             ps = ps.link(template.id, f"link{n}", values)
             n += 1

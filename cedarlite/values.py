@@ -205,9 +205,7 @@ def check_i64(value: int, op: str, *operands: Any) -> int:
             f"integer overflow while attempting to negate the value `{operands[0]}`"
         )
     shown = " and ".join(f"`{to_cedar(o)}`" for o in operands)
-    raise EvaluationError(
-        f"integer overflow while attempting to {op} the values {shown}"
-    )
+    raise EvaluationError(f"integer overflow while attempting to {op} the values {shown}")
 
 
 # ---------------------------------------------------------------------------------------------

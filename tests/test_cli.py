@@ -35,8 +35,19 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_authorize_allow_and_deny(files, capsys):
-    base = ["authorize", "-p", str(files / "p.cedar"), "--entities", str(files / "e.json"),
-            "-a", 'Action::"read"', "-r", 'Doc::"d"', "-c", str(files / "ctx.json")]
+    base = [
+        "authorize",
+        "-p",
+        str(files / "p.cedar"),
+        "--entities",
+        str(files / "e.json"),
+        "-a",
+        'Action::"read"',
+        "-r",
+        'Doc::"d"',
+        "-c",
+        str(files / "ctx.json"),
+    ]
     code, out, _ = run(capsys, *base, "-l", 'User::"alice"', "-v")
     assert code == 0
     assert out.splitlines()[0] == "ALLOW"
@@ -47,9 +58,19 @@ def test_authorize_allow_and_deny(files, capsys):
 
 def test_authorize_reports_evaluation_errors_and_json(files, capsys):
     code, out, _ = run(
-        capsys, "authorize", "-p", str(files / "p.cedar"), "--json",
-        "-l", 'User::"alice"', "-a", 'Action::"read"', "-r", 'Doc::"missing"',
-        "-c", str(files / "ctx.json"),
+        capsys,
+        "authorize",
+        "-p",
+        str(files / "p.cedar"),
+        "--json",
+        "-l",
+        'User::"alice"',
+        "-a",
+        'Action::"read"',
+        "-r",
+        'Doc::"missing"',
+        "-c",
+        str(files / "ctx.json"),
     )
     assert code == 0
     resp = json.loads(out)
@@ -60,12 +81,26 @@ def test_authorize_reports_evaluation_errors_and_json(files, capsys):
 
 
 def test_authorize_request_json(files, capsys):
-    (files / "req.json").write_text(json.dumps({
-        "principal": 'User::"alice"', "action": {"type": "Action", "id": "read"},
-        "resource": 'Doc::"d"', "context": {"ok": True},
-    }))
-    code, out, _ = run(capsys, "authorize", "-p", str(files / "p.cedar"), "--entities",
-                       str(files / "e.json"), "--request-json", str(files / "req.json"))
+    (files / "req.json").write_text(
+        json.dumps(
+            {
+                "principal": 'User::"alice"',
+                "action": {"type": "Action", "id": "read"},
+                "resource": 'Doc::"d"',
+                "context": {"ok": True},
+            }
+        )
+    )
+    code, out, _ = run(
+        capsys,
+        "authorize",
+        "-p",
+        str(files / "p.cedar"),
+        "--entities",
+        str(files / "e.json"),
+        "--request-json",
+        str(files / "req.json"),
+    )
     assert (code, out.strip()) == (0, "ALLOW")
 
 
@@ -88,11 +123,33 @@ def test_bad_policy_text_names_file_line_and_column(tmp_path, capsys, policy, wh
 
 def test_bad_entities_and_missing_files_fail_cleanly(files, capsys):
     (files / "bad.json").write_text('[{"uid": {"type": "User", "id": "a"}, "attrs": {}}')
-    code, _, err = run(capsys, "authorize", "-p", str(files / "p.cedar"), "--entities",
-                       str(files / "bad.json"), "-l", 'U::"a"', "-a", 'A::"b"', "-r", 'R::"c"')
+    code, _, err = run(
+        capsys,
+        "authorize",
+        "-p",
+        str(files / "p.cedar"),
+        "--entities",
+        str(files / "bad.json"),
+        "-l",
+        'U::"a"',
+        "-a",
+        'A::"b"',
+        "-r",
+        'R::"c"',
+    )
     assert code == 1 and "bad.json:1:" in err and "invalid JSON" in err
-    code, _, err = run(capsys, "authorize", "-p", str(files / "nope.cedar"),
-                       "-l", 'U::"a"', "-a", 'A::"b"', "-r", 'R::"c"')
+    code, _, err = run(
+        capsys,
+        "authorize",
+        "-p",
+        str(files / "nope.cedar"),
+        "-l",
+        'U::"a"',
+        "-a",
+        'A::"b"',
+        "-r",
+        'R::"c"',
+    )
     assert code == 1 and "cannot read policies" in err
     code, _, err = run(capsys, "authorize", "-p", str(files / "p.cedar"), "-l", 'U::"a"')
     assert code == 1 and "--action" in err
@@ -120,11 +177,23 @@ def test_validate(tmp_path, capsys):
 
 def test_template_links(tmp_path, capsys):
     (tmp_path / "t.cedar").write_text("permit (principal == ?principal, action, resource);")
-    (tmp_path / "links.json").write_text(json.dumps(
-        [{"template_id": "policy0", "link_id": "alice", "args": {"?principal": 'User::"a"'}}]
-    ))
-    args = ["authorize", "-p", str(tmp_path / "t.cedar"), "--template-linked",
-            str(tmp_path / "links.json"), "-a", 'A::"x"', "-r", 'R::"r"', "-v"]
+    (tmp_path / "links.json").write_text(
+        json.dumps(
+            [{"template_id": "policy0", "link_id": "alice", "args": {"?principal": 'User::"a"'}}]
+        )
+    )
+    args = [
+        "authorize",
+        "-p",
+        str(tmp_path / "t.cedar"),
+        "--template-linked",
+        str(tmp_path / "links.json"),
+        "-a",
+        'A::"x"',
+        "-r",
+        'R::"r"',
+        "-v",
+    ]
     code, out, _ = run(capsys, *args, "-l", 'User::"a"')
     assert code == 0 and "  alice" in out
     (tmp_path / "links.json").write_text('[{"template_id": "policy0"}]')
@@ -134,8 +203,12 @@ def test_template_links(tmp_path, capsys):
 
 def test_tools_commands_on_the_shipped_example(capsys):
     scenario = str(ROOT / "examples" / "coding-agent.json")
-    rules = ["--rules", str(ROOT / "policies" / "exec-commands.cedar"),
-             "--rules", str(ROOT / "policies" / "paths.cedar")]
+    rules = [
+        "--rules",
+        str(ROOT / "policies" / "exec-commands.cedar"),
+        "--rules",
+        str(ROOT / "policies" / "paths.cedar"),
+    ]
     code, out, _ = run(capsys, "tools", "check", scenario, *rules)
     assert code == 0
     assert "13/13 calls decided as expected" in out
@@ -152,12 +225,22 @@ def test_tools_check_fails_on_unmet_expectations(tmp_path, capsys):
     scenario["calls"] = [{"tool": "exec", "params": {"command": "rm -rf /"}, "expect": "allow"}]
     path = tmp_path / "s.json"
     path.write_text(json.dumps(scenario))
-    code, out, _ = run(capsys, "tools", "check", str(path), "--rules",
-                       str(ROOT / "policies" / "exec-commands.cedar"))
+    code, out, _ = run(
+        capsys,
+        "tools",
+        "check",
+        str(path),
+        "--rules",
+        str(ROOT / "policies" / "exec-commands.cedar"),
+    )
     assert code == 3 and "expected ALLOW" in out and "0/1 calls" in out
 
 
 def test_python_dash_m_entry_point():
-    proc = subprocess.run([sys.executable, "-m", "cedarlite", "--version"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cedarlite", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0 and proc.stdout.startswith("cedarlite ")

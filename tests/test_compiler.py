@@ -15,7 +15,6 @@ from cedarlite.ast import Effect, Policy, Scope, Var
 from cedarlite.compiler import CompiledPolicySet, compiled
 from cedarlite.compiler.cache import cache_key
 
-
 # Example counts scale with the Hypothesis profile (100 by default, 1000 under `thorough`).
 N = settings.default.max_examples
 
@@ -55,12 +54,18 @@ def test_adding_a_forbid_never_allows(sc, extra):
     if extra.is_template:
         return
     forbid = Policy(
-        "extra-forbid", Effect.FORBID, extra.principal, extra.action, extra.resource,
+        "extra-forbid",
+        Effect.FORBID,
+        extra.principal,
+        extra.action,
+        extra.resource,
         extra.conditions,
     )
     ents = cedarlite.Entities.from_json(sc.entities)
     before = cedarlite.is_authorized(sc.request, sc.policy_set, ents)
-    after = cedarlite.is_authorized(sc.request, sc.policy_set.merge(cedarlite.PolicySet([forbid])), ents)
+    after = cedarlite.is_authorized(
+        sc.request, sc.policy_set.merge(cedarlite.PolicySet([forbid])), ents
+    )
     if not before.allowed:
         assert not after.allowed
 
@@ -78,14 +83,18 @@ def test_pickled_compiled_form_decides_the_same(sc):
 def test_index_only_evaluates_matching_scopes():
     text = "\n".join(
         f'permit (principal == User::"u{i}", action == Action::"read", resource) '
-        f'when {{ context.n == {i} }};'
+        f"when {{ context.n == {i} }};"
         for i in range(1000)
     )
     ps = cedarlite.PolicySet.from_str(text)
     index = compiled(ps)
     req = cedarlite.authorizer.make_request(
-        {"principal": 'User::"u7"', "action": 'Action::"read"', "resource": 'Doc::"d"',
-         "context": {"n": 7}}
+        {
+            "principal": 'User::"u7"',
+            "action": 'Action::"read"',
+            "resource": 'Doc::"d"',
+            "context": {"n": 7},
+        }
     )
     assert set_bits(index.candidates(req, cedarlite.Entities())) == [7]
     assert index.authorize(req, cedarlite.Entities()).reasons == ("policy7",)
@@ -97,14 +106,33 @@ def set_bits(mask: int) -> list[int]:
 
 def test_action_groups_and_ancestors_are_followed():
     ps = cedarlite.PolicySet.from_str(
-        'permit (principal in Org::"acme", action in Action::"readOnly", resource is Doc in Folder::"f");'
+        'permit (principal in Org::"acme", action in Action::"readOnly", '
+        'resource is Doc in Folder::"f");'
     )
-    ents = cedarlite.Entities.from_json([
-        {"uid": {"type": "User", "id": "a"}, "attrs": {}, "parents": [{"type": "Team", "id": "t"}]},
-        {"uid": {"type": "Team", "id": "t"}, "attrs": {}, "parents": [{"type": "Org", "id": "acme"}]},
-        {"uid": {"type": "Action", "id": "view"}, "attrs": {}, "parents": [{"type": "Action", "id": "readOnly"}]},
-        {"uid": {"type": "Doc", "id": "d"}, "attrs": {}, "parents": [{"type": "Folder", "id": "f"}]},
-    ])
+    ents = cedarlite.Entities.from_json(
+        [
+            {
+                "uid": {"type": "User", "id": "a"},
+                "attrs": {},
+                "parents": [{"type": "Team", "id": "t"}],
+            },
+            {
+                "uid": {"type": "Team", "id": "t"},
+                "attrs": {},
+                "parents": [{"type": "Org", "id": "acme"}],
+            },
+            {
+                "uid": {"type": "Action", "id": "view"},
+                "attrs": {},
+                "parents": [{"type": "Action", "id": "readOnly"}],
+            },
+            {
+                "uid": {"type": "Doc", "id": "d"},
+                "attrs": {},
+                "parents": [{"type": "Folder", "id": "f"}],
+            },
+        ]
+    )
     req = {"principal": 'User::"a"', "action": 'Action::"view"', "resource": 'Doc::"d"'}
     assert cedarlite.is_authorized(req, ps, ents).allowed
     assert not cedarlite.is_authorized({**req, "resource": 'Folder::"f"'}, ps, ents).allowed
@@ -114,13 +142,21 @@ def test_decision_cache_is_never_stale():
     ps = cedarlite.PolicySet.from_str('permit (principal in Group::"g", action, resource);')
     req = {"principal": 'User::"a"', "action": 'Action::"x"', "resource": 'R::"r"'}
     member = cedarlite.Entities.from_json(
-        [{"uid": {"type": "User", "id": "a"}, "attrs": {}, "parents": [{"type": "Group", "id": "g"}]}]
+        [
+            {
+                "uid": {"type": "User", "id": "a"},
+                "attrs": {},
+                "parents": [{"type": "Group", "id": "g"}],
+            }
+        ]
     )
     stranger = cedarlite.Entities.from_json([])
     for _ in range(3):
         assert cedarlite.is_authorized(req, ps, member).allowed
         assert not cedarlite.is_authorized(req, ps, stranger).allowed
-    ctx_a = cedarlite.PolicySet.from_str("permit (principal, action, resource) when { context.ok };")
+    ctx_a = cedarlite.PolicySet.from_str(
+        "permit (principal, action, resource) when { context.ok };"
+    )
     assert cedarlite.is_authorized({**req, "context": {"ok": True}}, ctx_a).allowed
     assert not cedarlite.is_authorized({**req, "context": {"ok": False}}, ctx_a).allowed
 
@@ -131,9 +167,14 @@ def test_batch_equals_single_requests():
         'forbid (principal == User::"eve", action, resource);'
     )
     reqs = [
-        {"principal": f'User::"{who}"', "action": 'Action::"read"', "resource": 'R::"r"',
-         "context": {"n": n}}
-        for who in ("bob", "eve") for n in (0, 5)
+        {
+            "principal": f'User::"{who}"',
+            "action": 'Action::"read"',
+            "resource": 'R::"r"',
+            "context": {"n": n},
+        }
+        for who in ("bob", "eve")
+        for n in (0, 5)
     ]
     assert cedarlite.is_authorized_batch(reqs, ps) == [cedarlite.is_authorized(r, ps) for r in reqs]
 
@@ -168,12 +209,22 @@ def test_compile_cache_round_trip(tmp_path):
     assert isinstance(warm._cache["compiled"], CompiledPolicySet)
     assert warm._pending is not None  # the policies are not parsed until asked for
     ents = cedarlite.Entities.from_json(
-        [{"uid": {"type": "User", "id": f"u{t}"}, "attrs": {},
-          "parents": [{"type": "Team", "id": f"t{t}"}]} for t in range(50)]
+        [
+            {
+                "uid": {"type": "User", "id": f"u{t}"},
+                "attrs": {},
+                "parents": [{"type": "Team", "id": f"t{t}"}],
+            }
+            for t in range(50)
+        ]
     )
     for i in range(200):
-        req = {"principal": f'User::"u{i % 50}"', "action": 'Action::"read"',
-               "resource": f'Folder::"f{i}"', "context": {"level": i % 7}}
+        req = {
+            "principal": f'User::"u{i % 50}"',
+            "action": 'Action::"read"',
+            "resource": f'Folder::"f{i}"',
+            "context": {"level": i % 7},
+        }
         assert cedarlite.is_authorized(req, warm, ents) == cedarlite.is_authorized(req, cold, ents)
     assert warm == cold  # materializes the policies on demand
     assert warm._pending is None
@@ -199,7 +250,9 @@ def test_a_cached_entry_is_only_used_for_its_own_text(tmp_path):
     b.write_text("forbid (principal, action, resource);")
     req = {"principal": 'U::"a"', "action": 'A::"b"', "resource": 'R::"c"'}
     assert cedarlite.is_authorized(req, cedarlite.PolicySet.from_file(a, cache_dir=cache)).allowed
-    assert not cedarlite.is_authorized(req, cedarlite.PolicySet.from_file(b, cache_dir=cache)).allowed
+    assert not cedarlite.is_authorized(
+        req, cedarlite.PolicySet.from_file(b, cache_dir=cache)
+    ).allowed
 
 
 def test_policy_set_without_policies_denies():

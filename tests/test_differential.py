@@ -141,9 +141,7 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = ()
 every mismatch found so far was a cedarlite bug and has been fixed."""
 
 
-def known_difference(
-    sc: testing.Scenario, rust: Outcome, ours: Outcome
-) -> KnownDifference | None:
+def known_difference(sc: testing.Scenario, rust: Outcome, ours: Outcome) -> KnownDifference | None:
     for known in KNOWN_DIFFERENCES:
         if known.applies(sc, rust, ours):
             return known
@@ -188,8 +186,7 @@ def _describe(sc: testing.Scenario, rust: Outcome, ours: Outcome, label: str) ->
     )
 
 
-def _compare(sc: testing.Scenario, rust: Outcome, ours: Outcome, label: str, tally: Tally
-             ) -> bool:
+def _compare(sc: testing.Scenario, rust: Outcome, ours: Outcome, label: str, tally: Tally) -> bool:
     """True when the outcomes agree; a known difference is counted; anything else fails."""
     if rust.key() == ours.key():
         return True
@@ -256,8 +253,11 @@ def test_differential_against_cedarpy() -> None:
         f"({tally.error_messages_agree / max(tally.error_messages, 1):.2%}); "
         f"scenarios with all error messages identical: {tally.messages_agree}/{tally.scenarios}\n"
         f"  compiled engine: "
-        + (f"checked on {tally.compiled} scenarios" if compiled_reason is None
-           else f"not checked ({compiled_reason})")
+        + (
+            f"checked on {tally.compiled} scenarios"
+            if compiled_reason is None
+            else f"not checked ({compiled_reason})"
+        )
     )
     for kind, count in tally.error_kinds.most_common(12):
         print(f"    {count:6d}  {kind}")
@@ -283,14 +283,35 @@ def test_compiled_engine_is_checked() -> None:
 _U = {"type": "User", "id": "a"}
 
 ODD_JSON_VALUES: tuple[object, ...] = (
-    None, 1.5, 2**63, -(2**63), -(2**63) - 1, [], {}, "", True, [None], {"a": None},
-    {"__expr": "1"}, {"__expr": 1}, {"__entity": _U}, {"__entity": {"type": "User"}},
-    {"__entity": {"type": "User ", "id": "a"}}, {"__entity": {"type": "if", "id": "a"}},
-    {"__entity": {"type": "User", "id": 1}}, {"__entity": _U, "x": 1}, {"type": "User", "id": "a"},
-    {"__extn": {"fn": "ip", "arg": "10.0.0.1"}}, {"__extn": {"fn": "ip", "arg": "bad"}},
-    {"__extn": {"fn": "ip"}}, {"__extn": 1}, {"__extn": {"fn": "nope", "arg": "1"}},
-    {"__extn": {"fn": "ipaddr", "arg": "1.2.3.4"}}, {"__extn": {"fn": "ip", "args": []}},
-    {"__extn": {"fn": "decimal", "arg": 5}}, {"__extn": {"fn": "ip", "args": "x"}},
+    None,
+    1.5,
+    2**63,
+    -(2**63),
+    -(2**63) - 1,
+    [],
+    {},
+    "",
+    True,
+    [None],
+    {"a": None},
+    {"__expr": "1"},
+    {"__expr": 1},
+    {"__entity": _U},
+    {"__entity": {"type": "User"}},
+    {"__entity": {"type": "User ", "id": "a"}},
+    {"__entity": {"type": "if", "id": "a"}},
+    {"__entity": {"type": "User", "id": 1}},
+    {"__entity": _U, "x": 1},
+    {"type": "User", "id": "a"},
+    {"__extn": {"fn": "ip", "arg": "10.0.0.1"}},
+    {"__extn": {"fn": "ip", "arg": "bad"}},
+    {"__extn": {"fn": "ip"}},
+    {"__extn": 1},
+    {"__extn": {"fn": "nope", "arg": "1"}},
+    {"__extn": {"fn": "ipaddr", "arg": "1.2.3.4"}},
+    {"__extn": {"fn": "ip", "args": []}},
+    {"__extn": {"fn": "decimal", "arg": 5}},
+    {"__extn": {"fn": "ip", "args": "x"}},
     {"__extn": {"fn": "offset", "args": [{"__extn": {"fn": "datetime", "arg": "2024-01-01"}}]}},
     {"__extn": {"fn": "isIpv4", "arg": {"__extn": {"fn": "ip", "arg": "::1"}}}},
 )
@@ -340,8 +361,11 @@ def _malformed_scenarios(draw: st.DrawFn) -> testing.Scenario:
     return testing.Scenario(sc.policy_set, sc.entities, {**sc.request, "context": context})
 
 
-@settings(max_examples=max(EXAMPLES // 5, 50), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=max(EXAMPLES // 5, 50),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(_malformed_scenarios())
 def test_malformed_json_agrees(sc: testing.Scenario) -> None:
     """Rejecting or accepting odd entity/context JSON, and then the decision, agree."""
@@ -350,7 +374,8 @@ def test_malformed_json_agrees(sc: testing.Scenario) -> None:
     for engine in ("reference",):
         ours = run_cedarlite(sc, ps, engine)
         assert (rust.decision == "NoDecision") == (ours.decision == "NoDecision"), _describe(
-            sc, rust, ours, engine)
+            sc, rust, ours, engine
+        )
         if rust.decision != "NoDecision":
             assert rust.key() == ours.key(), _describe(sc, rust, ours, engine)
 
@@ -358,13 +383,17 @@ def test_malformed_json_agrees(sc: testing.Scenario) -> None:
 _ACTION = {"type": "Action", "id": "read"}
 EDGE_ENTITY_DOCS: dict[str, list[dict[str, object]]] = {
     "action with a non-action parent": [
-        {"uid": _ACTION, "attrs": {}, "parents": [{"type": "Group", "id": "g"}]}],
+        {"uid": _ACTION, "attrs": {}, "parents": [{"type": "Group", "id": "g"}]}
+    ],
     "action with an action parent": [
-        {"uid": _ACTION, "attrs": {}, "parents": [{"type": "NS::Action", "id": "g"}]}],
+        {"uid": _ACTION, "attrs": {}, "parents": [{"type": "NS::Action", "id": "g"}]}
+    ],
     "cycle": [{"uid": _U, "attrs": {}, "parents": [_U]}],
     "duplicate uid, same contents": [{"uid": _U, "attrs": {}, "parents": []}] * 2,
-    "duplicate uid, other contents": [{"uid": _U, "attrs": {}, "parents": []},
-                                      {"uid": _U, "attrs": {"x": 1}, "parents": []}],
+    "duplicate uid, other contents": [
+        {"uid": _U, "attrs": {}, "parents": []},
+        {"uid": _U, "attrs": {"x": 1}, "parents": []},
+    ],
     "tags null": [{"uid": _U, "attrs": {}, "parents": [], "tags": None}],
     "tags list": [{"uid": _U, "attrs": {}, "parents": [], "tags": []}],
     "uid escape with extra keys": [{"uid": {"__entity": _U, "x": 1}, "attrs": {}, "parents": []}],
@@ -373,8 +402,9 @@ EDGE_ENTITY_DOCS: dict[str, list[dict[str, object]]] = {
     "missing attrs": [{"uid": _U, "parents": []}],
     "missing parents": [{"uid": _U, "attrs": {}}],
     "extra field": [{"uid": _U, "attrs": {}, "parents": [], "foo": 1}],
-    **{f"attribute {v!r}": [{"uid": _U, "attrs": {"x": v}, "parents": []}]
-       for v in ODD_JSON_VALUES},
+    **{
+        f"attribute {v!r}": [{"uid": _U, "attrs": {"x": v}, "parents": []}] for v in ODD_JSON_VALUES
+    },
 }
 
 

@@ -39,74 +39,183 @@ _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filte
 # Seeds
 
 SNIPPETS: tuple[str, ...] = (
-    'permit(principal, action, resource);',
+    "permit(principal, action, resource);",
     'forbid(principal == User::"alice", action == Action::"read", resource in Folder::"f");',
     'permit(principal is User, action in [Action::"a", Action::"b",], resource is NS::Doc in NS::Folder::"x",);',
-    'permit(principal in ?principal, action, resource == ?resource);',
-    'permit(principal is User in ?principal, action, resource);',
+    "permit(principal in ?principal, action, resource == ?resource);",
+    "permit(principal is User in ?principal, action, resource);",
     '@id("p1") @advice permit(principal, action, resource) when { true } unless { false };',
-    'permit(principal, action, resource) when { -9223372036854775808 < 0 };',
-    'permit(principal, action, resource) when { - - 9223372036854775807 == 1 };',
-    'permit(principal, action, resource) when { !!!!true && ----5 == 5 };',
+    "permit(principal, action, resource) when { -9223372036854775808 < 0 };",
+    "permit(principal, action, resource) when { - - 9223372036854775807 == 1 };",
+    "permit(principal, action, resource) when { !!!!true && ----5 == 5 };",
     'permit(principal, action, resource) when { context has a.b.c && context.a["b"].c };',
     'permit(principal, action, resource) when { "a\\*b\\n\\u{1F600}\\x41" like "a\\**" };',
     'permit(principal, action, resource) when { if 1 < 2 then [1, {a: "b", "c d": [2]}] else {} };',
     'permit(principal, action, resource) when { principal.tags.containsAll([1,2,]) || principal.hasTag("x") };',
     'permit(principal, action, resource) when { decimal("1.23").lessThan(decimal("2.0")) && ip("10.0.0.1").isInRange(ip("10.0.0.0/8")) };',
     'permit(principal, action, resource) when { datetime("2024-01-01").offset(duration("1h")).toDate() < datetime("2025-01-01") };',
-    'permit(principal, action, resource) when { context.principal.action.resource.context };',
-    'permit(principal, action, resource) when { (1 < 2) == (3 < 4) && (principal is User) in [] };',
-    '// comment\npermit(principal, action, resource) // trailing\n;',
+    "permit(principal, action, resource) when { context.principal.action.resource.context };",
+    "permit(principal, action, resource) when { (1 < 2) == (3 < 4) && (principal is User) in [] };",
+    "// comment\npermit(principal, action, resource) // trailing\n;",
     'permit(principal, action == NS::Action::"x", resource);',
     'permit(principal, action in NS::Action::"group", resource) when { [] };',
     # invalid ones (the mutations may repair them)
-    'permit(principal, action, resource) when { 1 / 2 };',
-    'permit(principal, action, resource) when { 1 % 2 };',
+    "permit(principal, action, resource) when { 1 / 2 };",
+    "permit(principal, action, resource) when { 1 % 2 };",
     'permit(principal, action, resource) when { principal = User::"a" };',
-    'permit(principal, action, resource) when { 1 < 2 < 3 };',
-    'permit(principal, action, resource) when { !!!!!true };',
-    'permit(principal, action, resource) when { 9223372036854775808 };',
-    'permit(principal, action, resource) when { principal == ?principal };',
+    "permit(principal, action, resource) when { 1 < 2 < 3 };",
+    "permit(principal, action, resource) when { !!!!!true };",
+    "permit(principal, action, resource) when { 9223372036854775808 };",
+    "permit(principal, action, resource) when { principal == ?principal };",
     'permit(principal, action == User::"read", resource);',
     '@a("x") @a("y") permit(principal, action, resource);',
-    'permit(principal, action, resource) when { {a: 1, a: 2} };',
+    "permit(principal, action, resource) when { {a: 1, a: 2} };",
     'permit(principal, action, resource) when { "\\a" };',
-    'permit(principal, action, resource) when { principal.if };',
-    'permit(principal, action, resource) when { foo };',
-    'permit(principal, action, resource) when { foo(1) };',
+    "permit(principal, action, resource) when { principal.if };",
+    "permit(principal, action, resource) when { foo };",
+    "permit(principal, action, resource) when { foo(1) };",
     'permit(principal, action, resource) when { ip("1.2.3.4", 1) };',
-    'permit(principal, action, resource) when { [].contains() };',
+    "permit(principal, action, resource) when { [].contains() };",
     'permit(principal, action, resource) when { principal.startsWith("a") };',
     'permit(principal in User::"a" is User, action, resource);',
-    'permit(action, principal, resource);',
-    'permit(principal, action, resource) when { };',
+    "permit(action, principal, resource);",
+    "permit(principal, action, resource) when { };",
     'permit(principal, action, resource) when { __cedar::x::"a" };',
-    'permit(principal, action, resource) when { principal has if };',
+    "permit(principal, action, resource) when { principal has if };",
     'permit(principal, action, resource) when { "a" like principal };',
     'permit(principal, action, resource) when { principal["a" + "b"] };',
     'permit(principal, action, resource) when { principal is "User" };',
-    'permit(principal, action, resource) when { true.isEmpty };',
+    "permit(principal, action, resource) when { true.isEmpty };",
     'permit(principal is __cedarX, action, resource) when { x__cedar::"a" == principal };',
-    'permit(principal, action, resource) when { principal.__cedar || {__cedar: 1} has __cedar };',
+    "permit(principal, action, resource) when { principal.__cedar || {__cedar: 1} has __cedar };",
     'permit(principal, action, resource) when { principal["__cedar"] && {"__cedar": 1} has "__cedar" };',
 )
 
 # Fragments that the mutations insert: operators, keywords, brackets and broken tokens.
 FRAGMENTS: tuple[str, ...] = (
-    "(", ")", "{", "}", "[", "]", ",", ";", ".", ":", "::", "@", '"', "\\", "*", "!", "!!!!!",
-    "-", "-----", "+", "/", "%", "=", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "&", "|",
-    "?principal", "?resource", "?foo", "in", "has", "like", "is", "if", "then", "else", "true",
-    "false", "permit", "forbid", "when", "unless", "principal", "action", "resource", "context",
-    "9223372036854775807", "9223372036854775808", "99999999999999999999", "-9223372036854775808",
-    "0", '"s"', '"\\u{D800}"', '"\\x80"', '"\\u{110000}"', '"\\u{}"', '"\\q"', '"\\*"',
-    '"\\u{1F600}"', 'User::"x"', 'Action::"x"', "NS::Action", "__cedar", "decimal", "ip",
-    "datetime", "duration", "contains", "isEmpty", "getTag", "lessThan", "offset", "toDate",
-    "@id", '@id("x")', "//", "\n", " ", "ü", "\t", "\0", "#", "$", "'", "\r", "\x0b", "\xa0",
-    "\u2028", "\x1c", "\ufeff", "007",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ";",
+    ".",
+    ":",
+    "::",
+    "@",
+    '"',
+    "\\",
+    "*",
+    "!",
+    "!!!!!",
+    "-",
+    "-----",
+    "+",
+    "/",
+    "%",
+    "=",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "&&",
+    "||",
+    "&",
+    "|",
+    "?principal",
+    "?resource",
+    "?foo",
+    "in",
+    "has",
+    "like",
+    "is",
+    "if",
+    "then",
+    "else",
+    "true",
+    "false",
+    "permit",
+    "forbid",
+    "when",
+    "unless",
+    "principal",
+    "action",
+    "resource",
+    "context",
+    "9223372036854775807",
+    "9223372036854775808",
+    "99999999999999999999",
+    "-9223372036854775808",
+    "0",
+    '"s"',
+    '"\\u{D800}"',
+    '"\\x80"',
+    '"\\u{110000}"',
+    '"\\u{}"',
+    '"\\q"',
+    '"\\*"',
+    '"\\u{1F600}"',
+    'User::"x"',
+    'Action::"x"',
+    "NS::Action",
+    "__cedar",
+    "decimal",
+    "ip",
+    "datetime",
+    "duration",
+    "contains",
+    "isEmpty",
+    "getTag",
+    "lessThan",
+    "offset",
+    "toDate",
+    "@id",
+    '@id("x")',
+    "//",
+    "\n",
+    " ",
+    "ü",
+    "\t",
+    "\0",
+    "#",
+    "$",
+    "'",
+    "\r",
+    "\x0b",
+    "\xa0",
+    "\u2028",
+    "\x1c",
+    "\ufeff",
+    "007",
 )
 
-OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "&&", "||", "+", "-", "*", "in", "has", "like",
-             "is", "/", "%", "=", ".", ",", "::")
+OPERATORS = (
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "&&",
+    "||",
+    "+",
+    "-",
+    "*",
+    "in",
+    "has",
+    "like",
+    "is",
+    "/",
+    "%",
+    "=",
+    ".",
+    ",",
+    "::",
+)
 
 _TOKEN = re.compile(
     r'"(?:[^"\\]|\\.)*"|[_a-zA-Z][_a-zA-Z0-9]*|\?[_a-zA-Z]+|[0-9]+|::|==|!=|<=|>=|&&|\|\||//[^\n]*|\s+|.',
@@ -151,15 +260,36 @@ def mutations(draw: st.DrawFn, text: str) -> str:
             strs = [j for j, t in enumerate(toks) if t.startswith('"') and len(t) >= 2]
             if strs:
                 j = draw(st.sampled_from(strs))
-                bad = draw(st.sampled_from(
-                    ("\\a", "\\x80", "\\x7f", "\\u{D800}", "\\u{10FFFF}", "\\u{110000}", "\\u{}",
-                     "\\u{0000041}", "\\*", "*", "\\", "\\\n  ", "\\0", "\\'", "\\u{1F600}")))
+                bad = draw(
+                    st.sampled_from(
+                        (
+                            "\\a",
+                            "\\x80",
+                            "\\x7f",
+                            "\\u{D800}",
+                            "\\u{10FFFF}",
+                            "\\u{110000}",
+                            "\\u{}",
+                            "\\u{0000041}",
+                            "\\*",
+                            "*",
+                            "\\",
+                            "\\\n  ",
+                            "\\0",
+                            "\\'",
+                            "\\u{1F600}",
+                        )
+                    )
+                )
                 toks[j] = toks[j][:-1] + bad + '"'
         elif kind == 7:  # replace an action-scope type / entity type
             types = [j for j, t in enumerate(toks) if t in ("Action", "User", "NS", "Folder")]
             if types:
-                toks[draw(st.sampled_from(types))] = draw(st.sampled_from(
-                    ("User", "Action", "if", "__cedar", "permit", "in", "principal")))
+                toks[draw(st.sampled_from(types))] = draw(
+                    st.sampled_from(
+                        ("User", "Action", "if", "__cedar", "permit", "in", "principal")
+                    )
+                )
         elif kind == 8:  # duplicate an annotation or a record entry
             m = re.search(r"@[_a-zA-Z]+(\(\"[^\"]*\"\))?", text)
             if m:
@@ -177,8 +307,14 @@ def mutations(draw: st.DrawFn, text: str) -> str:
             when = [j for j, t in enumerate(toks) if t in ("when", "unless")]
             if when:
                 j = draw(st.sampled_from(when)) + 1
-                toks.insert(j, draw(st.sampled_from(
-                    (" { ?principal == principal } when", " { ?foo } when", " {} when"))))
+                toks.insert(
+                    j,
+                    draw(
+                        st.sampled_from(
+                            (" { ?principal == principal } when", " { ?foo } when", " {} when")
+                        )
+                    ),
+                )
         else:  # trailing commas
             commas = [j for j, t in enumerate(toks) if t in (")", "]", "}")]
             if commas:
@@ -237,7 +373,7 @@ def check_agreement(text: str) -> None:
     if rust_ok:
         assert isinstance(ours, PolicySet)
         templates = len(rust.templates())  # type: ignore[attr-defined]
-        assert (len(ours.active), len(ours.templates)) == (len(rust) , templates), text  # type: ignore[arg-type]
+        assert (len(ours.active), len(ours.templates)) == (len(rust), templates), text  # type: ignore[arg-type]
         again = PolicySet.from_str(ours.to_cedar(), strict=True)
         assert again.policies == ours.policies, f"printer round trip changed:\n{text}"
 
@@ -263,11 +399,13 @@ def test_seed_snippets_agree(text: str) -> None:
 
 
 @settings(max_examples=EXAMPLES // 3, deadline=None, suppress_health_check=_SUPPRESS)
-@given(st.one_of(
-    st.text(max_size=200),
-    st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join),
-    mutated_texts,
-))
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join),
+        mutated_texts,
+    )
+)
 def test_only_parse_errors_escape(text: str) -> None:
     """On arbitrary text cedarlite returns a policy set or raises ParseError, nothing else."""
     try:

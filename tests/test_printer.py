@@ -67,7 +67,7 @@ def test_comments_between_policies_are_kept():
 
 
 def test_a_comment_inside_a_policy_is_an_error_not_a_loss():
-    text = 'permit (principal, action, resource)\nwhen { // why\n  true };'
+    text = "permit (principal, action, resource)\nwhen { // why\n  true };"
     with pytest.raises(ParseError) as err:
         format_text(text, "p.cedar")
     assert (err.value.line, err.value.column) == (2, 8)

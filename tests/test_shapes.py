@@ -19,8 +19,9 @@ _LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\b[0-9]+\b')
 
 # Replacement literals: ordinary, escaped, wildcard-bearing, invalid escapes, limits.
 string_bodies = st.one_of(
-    st.text(alphabet=st.characters(blacklist_characters='"\\', blacklist_categories=("Cs",)),
-            max_size=6),
+    st.text(
+        alphabet=st.characters(blacklist_characters='"\\', blacklist_categories=("Cs",)), max_size=6
+    ),
     st.sampled_from([r"\n", r"\*", "*", "a*b", r"\u{1F600}", r"\x41", r"\q", r"\x80", "", "k"]),
 )
 ints = st.one_of(
@@ -49,7 +50,7 @@ def test_fast_path_equals_full_parser(ps, data):
             return str(data.draw(ints))
 
         copies.append(_LITERAL.sub(swap, base))
-    text = "\n// a comment; with \"quotes\"\r// and a carriage return\n".join(copies)
+    text = '\n// a comment; with "quotes"\r// and a carriage return\n'.join(copies)
     fast, full = outcome(parse_fast, text), outcome(parse_policies, text)
     assert fast == full
 
@@ -76,8 +77,10 @@ def test_large_sets_take_the_fast_path_and_keep_policy_spans():
     ],
 )
 def test_errors_in_large_sets_come_from_the_full_parser(bad, message):
-    good = [f'permit (principal == User::"u{i}", action, resource) when {{ {i} == {i} }};'
-            for i in range(60)]
+    good = [
+        f'permit (principal == User::"u{i}", action, resource) when {{ {i} == {i} }};'
+        for i in range(60)
+    ]
     good[40] = f"permit (principal, action, resource) {bad};"
     with pytest.raises(ParseError) as err:
         parse_fast("\n".join(good))

@@ -7,7 +7,6 @@ The expected verdicts in the rule tables were checked against cedarpy (the Rust 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -18,7 +17,6 @@ from cedarlite.schema import Schema
 from cedarlite.schema.validator import (
     ValidationIssue,
     ValidationResult,
-    Validator,
     policy_condition,
     validate,
 )
@@ -51,7 +49,7 @@ namespace NS {
 SCHEMA_MODEL = Schema.from_str(SCHEMA)
 
 
-def when(condition: str, scope: str = "principal, action == Action::\"view\", resource") -> str:
+def when(condition: str, scope: str = 'principal, action == Action::"view", resource') -> str:
     """A one-policy text: ``permit(<scope>) when { <condition> };``."""
     return f"permit({scope}) when {{ {condition} }};"
 
@@ -97,8 +95,7 @@ GOLDEN = [
         id="missing-has-guard",
     ),
     pytest.param(
-        'permit(principal, action == Action::"view", resource)\n'
-        "when { principal.rec.x > 1 };",
+        'permit(principal, action == Action::"view", resource)\nwhen { principal.rec.x > 1 };',
         "unsafe-optional-attribute",
         "attribute `rec.x` of entity type `User` is optional and may be missing",
         (2, 8),
@@ -264,11 +261,11 @@ PASSES = [
     'false && (1 + "a" == 2)',
     'true || (1 + "a" == 2)',
     'if true then principal.name like "a*" else 1',
-    'principal is Doc && principal.nope',
-    '(1 == 2) && principal.nope',
-    '(principal in resource) && principal.nope',
+    "principal is Doc && principal.nope",
+    "(1 == 2) && principal.nope",
+    "(principal in resource) && principal.nope",
     '(action in [Action::"admin"]) && principal.nope',
-    '(context has zz) && principal.nope',
+    "(context has zz) && principal.nope",
     # capabilities
     "principal has age && principal.age > 1",
     "if principal has age then principal.age > 1 else false",
@@ -301,7 +298,7 @@ FAILS = [
     'principal has name || (1 + "a" == 2)',  # `has` on an entity is never `True`
     "if principal has age then true else principal.age > 1",
     "!(principal has age) || principal.age > 1",
-    'principal.name == 1',
+    "principal.name == 1",
     '"a" == principal',
     "{a: 1} == {a: 1, b: 2}",
     "[1, true].contains(1)",
@@ -313,8 +310,8 @@ FAILS = [
     "-true == 1",
     "action.anything == 1",
     'Color::"green" == principal.boss',
-    "principal.boss.name == \"a\"",
-    'principal.name.startsWith(1)',
+    'principal.boss.name == "a"',
+    "principal.name.startsWith(1)",
     "1",
 ]
 
@@ -482,8 +479,14 @@ def test_hand_built_deep_expressions_do_not_crash() -> None:
     body = Lit(True)
     for _ in range(5000):
         body = Unary(UnaryOp.NOT, body)
-    policy = Policy("p", Effect.PERMIT, Scope(Var.PRINCIPAL), Scope(Var.ACTION),
-                    Scope(Var.RESOURCE), (Condition(ConditionKind.WHEN, body),))
+    policy = Policy(
+        "p",
+        Effect.PERMIT,
+        Scope(Var.PRINCIPAL),
+        Scope(Var.ACTION),
+        Scope(Var.RESOURCE),
+        (Condition(ConditionKind.WHEN, body),),
+    )
     assert [i.code for i in validate(PolicySet([policy]), SCHEMA_MODEL).errors] == ["too-deep"]
 
 

@@ -35,10 +35,20 @@ PRINCIPAL_TYPES = ("User", "NS::Bot")
 RESOURCE_TYPES = ("NS::Doc", "User")
 CONTAINER_TYPES = ("Group", "NS::Folder")
 ENTITY_TYPES = (*PRINCIPAL_TYPES, "NS::Doc", *CONTAINER_TYPES)
-PARENTS = {"User": ("Group",), "NS::Bot": ("Group",), "NS::Doc": ("NS::Folder",),
-           "Group": ("Group",), "NS::Folder": ("NS::Folder",)}
-ACTION_GROUPS = {"read": ("readOnly", "all"), "write": ("all",), "delete": (),
-                 "readOnly": ("all",), "all": ()}
+PARENTS = {
+    "User": ("Group",),
+    "NS::Bot": ("Group",),
+    "NS::Doc": ("NS::Folder",),
+    "Group": ("Group",),
+    "NS::Folder": ("NS::Folder",),
+}
+ACTION_GROUPS = {
+    "read": ("readOnly", "all"),
+    "write": ("all",),
+    "delete": (),
+    "readOnly": ("all",),
+    "all": (),
+}
 EXTENSION_NAMES = {"decimal", "ipaddr", "datetime", "duration"}
 
 
@@ -166,28 +176,87 @@ action edit in [view] appliesTo { principal: [User, Group], resource: [Doc], con
 """
 BAD = '(1 + "a" == 2)'
 
-ENTITY_EXPRS = st.sampled_from([
-    "principal", "resource", "action", 'User::"a"', 'Group::"g"', 'Doc::"d"',
-    'Action::"view"', 'Action::"edit"', "context.who", "resource.owner", "principal.boss",
-    "principal.grp", 'Color::"red"',
-])
-RECORD_EXPRS = st.sampled_from([
-    "context", "principal.rec", "context.flags", "{a: 1}", '{a: true, b: "x"}',
-    "principal.rec.inner",
-])
-ATTRIBUTES = st.sampled_from([
-    "name", "flag", "age", "rec", "boss", "owner", "secret", "gname", "level", "x", "y", "z",
-    "a", "b", "n", "who", "flags", "inner", "zz", "labels", "grp",
-])
-VALUES = st.sampled_from([
-    "1", '"s"', "true", "principal", "context.n", "principal.name", "[1, 2]", "{a: 1}",
-    'decimal("1.0")', 'ip("1.2.3.4")', "principal.age", "resource.labels", "principal.tags",
-])
+ENTITY_EXPRS = st.sampled_from(
+    [
+        "principal",
+        "resource",
+        "action",
+        'User::"a"',
+        'Group::"g"',
+        'Doc::"d"',
+        'Action::"view"',
+        'Action::"edit"',
+        "context.who",
+        "resource.owner",
+        "principal.boss",
+        "principal.grp",
+        'Color::"red"',
+    ]
+)
+RECORD_EXPRS = st.sampled_from(
+    [
+        "context",
+        "principal.rec",
+        "context.flags",
+        "{a: 1}",
+        '{a: true, b: "x"}',
+        "principal.rec.inner",
+    ]
+)
+ATTRIBUTES = st.sampled_from(
+    [
+        "name",
+        "flag",
+        "age",
+        "rec",
+        "boss",
+        "owner",
+        "secret",
+        "gname",
+        "level",
+        "x",
+        "y",
+        "z",
+        "a",
+        "b",
+        "n",
+        "who",
+        "flags",
+        "inner",
+        "zz",
+        "labels",
+        "grp",
+    ]
+)
+VALUES = st.sampled_from(
+    [
+        "1",
+        '"s"',
+        "true",
+        "principal",
+        "context.n",
+        "principal.name",
+        "[1, 2]",
+        "{a: 1}",
+        'decimal("1.0")',
+        'ip("1.2.3.4")',
+        "principal.age",
+        "resource.labels",
+        "principal.tags",
+    ]
+)
 TYPE_NAMES = st.sampled_from(["User", "Group", "Doc", "Action", "Color"])
-BOOL_LEAVES = st.sampled_from([
-    "true", "false", "principal.flag", "context.flags.a", "resource.secret", "(1 == 1)",
-    "(1 == 2)",
-])
+BOOL_LEAVES = st.sampled_from(
+    [
+        "true",
+        "false",
+        "principal.flag",
+        "context.flags.a",
+        "resource.secret",
+        "(1 == 1)",
+        "(1 == 2)",
+    ]
+)
 
 
 def _fmt(template: str, *parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -195,12 +264,17 @@ def _fmt(template: str, *parts: st.SearchStrategy[str]) -> st.SearchStrategy[str
 
 
 def _compound(bools: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    entity = st.one_of(ENTITY_EXPRS, _fmt("(if {} then {} else {})", bools, ENTITY_EXPRS,
-                                          ENTITY_EXPRS))
+    entity = st.one_of(
+        ENTITY_EXPRS, _fmt("(if {} then {} else {})", bools, ENTITY_EXPRS, ENTITY_EXPRS)
+    )
     owner = st.one_of(RECORD_EXPRS, entity)
-    value = st.one_of(VALUES, entity, _fmt("{}.{}", RECORD_EXPRS, ATTRIBUTES),
-                      _fmt("[{}, {}]", VALUES, entity),
-                      _fmt("(if {} then {} else {})", bools, VALUES, VALUES))
+    value = st.one_of(
+        VALUES,
+        entity,
+        _fmt("{}.{}", RECORD_EXPRS, ATTRIBUTES),
+        _fmt("[{}, {}]", VALUES, entity),
+        _fmt("(if {} then {} else {})", bools, VALUES, VALUES),
+    )
     return st.one_of(
         _fmt("({} && {})", bools, bools),
         _fmt("({} || {})", bools, bools),

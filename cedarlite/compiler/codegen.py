@@ -140,8 +140,10 @@ def _foldable(e: Expr) -> bool:
             return _foldable(r) and all(_foldable(a) for a in args)
         case Call(args=args):
             return all(_foldable(a) for a in args)
-        case Binary(left=left, right=right) | And(left=left, right=right) | Or(
-            left=left, right=right
+        case (
+            Binary(left=left, right=right)
+            | And(left=left, right=right)
+            | Or(left=left, right=right)
         ):
             return _foldable(left) and _foldable(right)
         case Unary(arg=arg) | Like(expr=arg):
@@ -208,7 +210,7 @@ class _Gen:
         code = self.expr(e)
         return code if returns_bool(e) else f"_b({code})"
 
-    def expr(self, e: Expr) -> str:  # noqa: C901 - one case per node type reads best
+    def expr(self, e: Expr) -> str:
         ok, value = _fold(e)
         if ok:
             return self.literal(value)
@@ -277,8 +279,7 @@ class _Gen:
             sym = op.value
             fn = {BinOp.ADD: "_add", BinOp.SUB: "_sub", BinOp.MUL: "_mul"}[op]
             return (
-                f"({r} if {both_int} and _LO <= ({r} := {a} {sym} {b}) <= _HI "
-                f"else {fn}({a}, {b}))"
+                f"({r} if {both_int} and _LO <= ({r} := {a} {sym} {b}) <= _HI else {fn}({a}, {b}))"
             )
         fn = {BinOp.LT: "_lt", BinOp.LE: "_le", BinOp.GT: "_gt", BinOp.GE: "_ge"}[op]
         return f"({a} {op.value} {b} if {both_int} else {fn}({a}, {b}))"
@@ -294,8 +295,7 @@ class _Gen:
             v = self.tmp()
             cls = "bool" if value.__class__ is bool else "int"
             return (
-                f"(({v} := {self.expr(left)}) == {self.literal(value)} "
-                f"and {v}.__class__ is {cls})"
+                f"(({v} := {self.expr(left)}) == {self.literal(value)} and {v}.__class__ is {cls})"
             )
         a, b = self.tmp(), self.tmp()
         return (
@@ -404,7 +404,7 @@ def condition_source(policy: Policy) -> tuple[str, tuple[Any, ...]] | None:
 def _make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
     source = f"def _factory(K):\n def cond(P, A, R, C, E):\n  return {body}\n return cond\n"
     namespace: dict[str, Any] = {}
-    exec(compile(source, "<cedarlite condition>", "exec"), _GLOBALS, namespace)  # noqa: S102
+    exec(compile(source, "<cedarlite condition>", "exec"), _GLOBALS, namespace)
     return namespace["_factory"]  # type: ignore[no-any-return]
 
 

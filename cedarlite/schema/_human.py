@@ -131,7 +131,7 @@ def unescape(token: Tok) -> str:
         parts = decode_literal(body)
     except BadEscape as bad:
         raise _Fail(
-            f"invalid escape `{body[bad.start:bad.end]}` in string literal",
+            f"invalid escape `{body[bad.start : bad.end]}` in string literal",
             _inner_span(token, bad.start + 1, bad.end + 1),
         ) from None
     return parts[0] if parts else ""

@@ -151,8 +151,9 @@ WANT_ENTITY_OR_RECORD = _Want(
     lambda t: t.__class__ is EntityType or t.__class__ is RecordType, "an entity or a record"
 )
 WANT_ENTITIES = _Want(
-    lambda t: t.__class__ is EntityType
-    or (t.__class__ is SetType and t.element.__class__ is EntityType),
+    lambda t: (
+        t.__class__ is EntityType or (t.__class__ is SetType and t.element.__class__ is EntityType)
+    ),
     "an entity or a set of entities",
 )
 #: What each type of the extension registry's vocabulary accepts.
@@ -542,8 +543,11 @@ class EnvTypechecker:
 
     def _is(self, e: Is, caps: Capabilities) -> Typed:
         if e.in_expr is not None:  # `x is T in y` is `x is T && x in y`
-            return self._and(Is(e.expr, e.entity_type, span=e.span),
-                             Binary(BinOp.IN, e.expr, e.in_expr, span=e.span), caps)
+            return self._and(
+                Is(e.expr, e.entity_type, span=e.span),
+                Binary(BinOp.IN, e.expr, e.in_expr, span=e.span),
+                caps,
+            )
         t, _ = self.expect(e.expr, caps, WANT_ENTITY)
         if t is None:
             return BOOL, NO_CAPS

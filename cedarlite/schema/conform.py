@@ -42,8 +42,14 @@ class ConformError(Exception):
 
 def _type_name(obj: Any) -> str:
     cls = obj.__class__
-    return {bool: "a boolean", int: "an integer", str: "a string", list: "an array",
-            dict: "an object", float: "a number"}.get(cls, "`null`" if obj is None else cls.__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+        float: "a number",
+    }.get(cls, "`null`" if obj is None else cls.__name__)
 
 
 def _mismatch(where: str, expected: CedarType, obj: Any) -> ConformError:
@@ -135,9 +141,7 @@ def _decode_extension(obj: Any, name: str, where: str) -> Any:
         elif obj.__class__ is dict and "fn" in obj and ("arg" in obj or "args" in obj):
             value = value_from_json({"__extn": obj}, where)
         else:
-            raise ConformError(
-                f"{where}: expected a value of type `{name}`, got {_type_name(obj)}"
-            )
+            raise ConformError(f"{where}: expected a value of type `{name}`, got {_type_name(obj)}")
     except EvaluationError as err:
         raise ConformError(f"{where}: {err.message}") from None
     except JSONValueError as err:
@@ -182,7 +186,9 @@ def _conform_entity(
         for parent in parents:
             closure |= schema.action_ancestors(parent)
         if closure != schema.action_ancestors(uid) or item.get("attrs") or item.get("tags"):
-            raise ConformError(f"definition of action {label} does not match its schema declaration")
+            raise ConformError(
+                f"definition of action {label} does not match its schema declaration"
+            )
         return Entity(uid, EMPTY_RECORD, frozenset(action.member_of))
     definition = schema.entity_types.get(uid.type)
     if definition is None:
@@ -209,7 +215,10 @@ def _conform_entity(
         if not isinstance(tags_json, dict):
             raise ConformError(f"{label}.tags: expected a JSON object")
         tags = Record(
-            {k: decode(v, definition.tags, f"{label}.tags.{k}", schema) for k, v in tags_json.items()}
+            {
+                k: decode(v, definition.tags, f"{label}.tags.{k}", schema)
+                for k, v in tags_json.items()
+            }
         )
     return Entity(uid, attrs, parents, tags)
 

@@ -19,9 +19,8 @@ Direct construction (``Schema(entity_types, actions)``) trusts its arguments: us
 
 from __future__ import annotations
 
-import functools
-
 import difflib
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field

@@ -29,7 +29,6 @@ from ..values import quote_string
 EXTENSION_TYPE_NAMES = ("decimal", "ipaddr", "datetime", "duration")
 
 
-
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 K = TypeVar("K")
