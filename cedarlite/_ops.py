@@ -201,6 +201,16 @@ def in_uid(a: Any, target: EntityUID, entities: EntityStore) -> bool:
     return ent is not None and target in ent.ancestors
 
 
+def in_uids(a: Any, targets: frozenset[EntityUID], entities: EntityStore) -> bool:
+    """``a in [E1, ...]`` for a set known to hold only entities (``action in [...]``)."""
+    if a.__class__ is not EntityUID:
+        raise type_error(ANY_ENTITY, a)
+    if a in targets:
+        return True
+    ent = entities.get(a)
+    return ent is not None and not targets.isdisjoint(ent.ancestors)
+
+
 def _missing_entity(uid: EntityUID) -> EvaluationError:
     return EvaluationError(f"entity `{uid}` does not exist")
 

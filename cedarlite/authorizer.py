@@ -129,43 +129,42 @@ def make_request(
     ``validate``, the request is checked against the action's ``appliesTo``.
     """
     if request.__class__ is Request:
-        req: Request = request  # type: ignore[assignment]
-        context_json: Any = None
-    else:
+        if schema is None:
+            return request  # type: ignore[return-value]
+        from .schema.conform import conform_request
+
+        return conform_request(request, None, schema, validate=validate)  # type: ignore[arg-type]
+    if request.__class__ is not dict:
         if not isinstance(request, Mapping):
             raise RequestError(f"request must be a mapping, not {type(request).__name__}")
-        get = request.get
-        principal, action, resource = get("principal"), get("action"), get("resource")
-        if principal is None or action is None or resource is None:
-            missing = [k for k in ("principal", "action", "resource") if get(k) is None]
-            raise RequestError(f"request is missing `{'`, `'.join(missing)}`")
-        context_json = get("context")
-        if context_json is None:
-            context_json = {}
-        elif context_json.__class__ is not dict:
-            if isinstance(context_json, str):
-                from .entities import load_json
+        request = dict(request)
+    get = request.get
+    principal, action, resource = get("principal"), get("action"), get("resource")
+    if principal is None or action is None or resource is None:
+        missing = [k for k in ("principal", "action", "resource") if get(k) is None]
+        raise RequestError(f"request is missing `{'`, `'.join(missing)}`")
+    uids = (_uid(principal, "principal"), _uid(action, "action"), _uid(resource, "resource"))
+    context_json = get("context")
+    if context_json is not None and context_json.__class__ is not dict:
+        if isinstance(context_json, str):
+            from .entities import load_json
 
-                context_json = load_json(context_json, "request context", RequestError)
-            if not isinstance(context_json, Mapping):
-                raise RequestError("request context must be a JSON object")
-        req = Request(
-            _uid(principal, "principal"),
-            _uid(action, "action"),
-            _uid(resource, "resource"),
-            EMPTY_RECORD,
-        )
+            context_json = load_json(context_json, "request context", RequestError)
+        if not isinstance(context_json, Mapping):
+            raise RequestError("request context must be a JSON object")
+        context_json = dict(context_json)
     if schema is not None:
         from .schema.conform import conform_request
 
-        return conform_request(req, context_json, schema, validate=validate)
+        req = Request(*uids, EMPTY_RECORD)
+        return conform_request(req, context_json or {}, schema, validate=validate)
     if not context_json:
-        return req
+        return Request(*uids, EMPTY_RECORD)
     try:
-        context = value_from_json(dict(context_json), "context")
+        context = value_from_json(context_json, "context")
     except JSONValueError as err:
         raise RequestError(f"request {err.message}") from None
-    return req._replace(context=context)
+    return Request(*uids, context)
 
 
 def coerce_inputs(
@@ -192,6 +191,7 @@ def is_authorized(
     schema: Schema | None = None,
     validate: bool = True,
     engine: str = "compiled",
+    cache: bool = False,
 ) -> Response:
     """Decide a request against a policy set and an entity store.
 
@@ -199,6 +199,8 @@ def is_authorized(
     :class:`~cedarlite.Entities`, entity JSON (text or list) or ``None`` (no entities).
     With a ``schema``, entity JSON and the context are read by their declared types and, when
     ``validate``, the request is checked against the action's ``appliesTo``.
+    ``cache=True`` keeps answers for repeated identical requests (see
+    :meth:`cedarlite.compiler.CompiledPolicySet.authorize`; it never returns a stale answer).
     ``engine="reference"`` uses the interpreter instead of the compiled decision index (the
     two always agree; the reference exists to check that).
     Bad input raises a :class:`~cedarlite.CedarliteError`; evaluation errors never do (they
@@ -211,5 +213,5 @@ def is_authorized(
     if engine == "compiled":
         from .compiler import compiled
 
-        return compiled(ps).authorize(req, ents)
+        return compiled(ps).authorize(req, ents, cache=cache)
     raise ValueError(f"unknown engine `{engine}`; expected `compiled` or `reference`")

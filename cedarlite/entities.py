@@ -321,7 +321,9 @@ def value_from_json(obj: Any, where: str) -> Any:
             raise JSONValueError(f"{where}: integer `{obj}` does not fit in 64 bits")
         return obj
     if cls is list:
-        return CedarSet(value_from_json(v, f"{where}[{i}]") for i, v in enumerate(obj))
+        return CedarSet(
+            v if _is_scalar(v) else value_from_json(v, f"{where}[{i}]") for i, v in enumerate(obj)
+        )
     if cls is dict:
         if len(obj) == 1:
             ((key, inner),) = obj.items()
@@ -337,7 +339,14 @@ def value_from_json(obj: Any, where: str) -> Any:
                 return _extn_from_json(inner, where)
             if key == "__expr" and inner.__class__ is str:
                 raise JSONValueError(f"{where}: the `__expr` escape is no longer supported")
-        return Record({k: value_from_json(v, f"{where}.{k}") for k, v in obj.items()})
+        return Record(
+            {
+                k: v
+                if (c := v.__class__) is str or c is bool or (c is int and I64_MIN <= v <= I64_MAX)
+                else value_from_json(v, f"{where}.{k}")
+                for k, v in obj.items()
+            }
+        )
     if obj is None:
         raise JSONValueError(f"{where}: JSON `null` is not a Cedar value")
     if cls is float:
@@ -349,6 +358,12 @@ def value_from_json(obj: Any, where: str) -> Any:
     if isinstance(obj, Mapping):
         return value_from_json(dict(obj), where)
     raise JSONValueError(f"{where}: `{_preview(obj)}` is not a Cedar value")
+
+
+def _is_scalar(v: Any) -> bool:
+    """A JSON value that is its own Cedar value (the common case, decoded without a call)."""
+    cls = v.__class__
+    return cls is str or cls is bool or (cls is int and I64_MIN <= v <= I64_MAX)
 
 
 def _has_shape(obj: Any, **fields: type) -> bool:

@@ -127,11 +127,8 @@ class CedarSet:
 class Record(dict):  # type: ignore[type-arg]
     """An immutable Cedar record: string keys to values. Compares by Cedar equality."""
 
+    # No __init__: dict's own (C) initializer builds records, the hash slot starts unset.
     __slots__ = ("_hash",)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        dict.__init__(self, *args, **kwargs)
-        self._hash: int | None = None
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Record or len(self) != len(other):  # type: ignore[arg-type]
@@ -148,9 +145,12 @@ class Record(dict):  # type: ignore[type-arg]
         return not self.__eq__(other)
 
     def __hash__(self) -> int:  # type: ignore[override]
-        if self._hash is None:
-            self._hash = hash(frozenset((k, _key(v)) for k, v in self.items()))
-        return self._hash
+        try:
+            return self._hash  # type: ignore[no-any-return]
+        except AttributeError:
+            # Cedar-equal values hash alike (`true` and `1` collide, which is allowed).
+            self._hash = hash(frozenset(dict.items(self)))
+            return self._hash
 
     def _readonly(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("cedarlite.Record is immutable")

@@ -152,13 +152,16 @@ def test_decision_cache_is_never_stale():
     )
     stranger = cedarlite.Entities.from_json([])
     for _ in range(3):
-        assert cedarlite.is_authorized(req, ps, member).allowed
-        assert not cedarlite.is_authorized(req, ps, stranger).allowed
+        assert cedarlite.is_authorized(req, ps, member, cache=True).allowed
+        assert not cedarlite.is_authorized(req, ps, stranger, cache=True).allowed
     ctx_a = cedarlite.PolicySet.from_str(
         "permit (principal, action, resource) when { context.ok };"
     )
-    assert cedarlite.is_authorized({**req, "context": {"ok": True}}, ctx_a).allowed
-    assert not cedarlite.is_authorized({**req, "context": {"ok": False}}, ctx_a).allowed
+    for _ in range(2):
+        assert cedarlite.is_authorized({**req, "context": {"ok": True}}, ctx_a, cache=True).allowed
+        ok_false = {**req, "context": {"ok": False}}
+        assert not cedarlite.is_authorized(ok_false, ctx_a, cache=True).allowed
+        assert cedarlite.is_authorized({**req, "context": {"ok": 1}}, ctx_a, cache=True).errors
 
 
 def test_batch_equals_single_requests():

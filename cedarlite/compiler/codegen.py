@@ -81,6 +81,7 @@ _GLOBALS: dict[str, Any] = {
     "_eq": ops.eq,
     "_in": ops.in_,
     "_in_uid": ops.in_uid,
+    "_in_uids": ops.in_uids,
     "_has": ops.has_attr,
     "_ga": ops.get_attr,
     "_like": ops.like,
@@ -307,6 +308,10 @@ class _Gen:
         """``lhs in target``, the left side given as source (evaluated first)."""
         if isinstance(target, Lit) and target.value.__class__ is EntityUID:
             return f"_in_uid({lhs}, {self.literal(target.value)}, E)"
+        ok, value = _fold(target) if isinstance(target, SetLit) else (False, None)
+        if ok and all(v.__class__ is EntityUID for v in value):
+            # A constant set of entities: its elements need no type check at run time.
+            return f"_in_uids({lhs}, {self.const(frozenset(value))}, E)"
         return f"_in({lhs}, {self.expr(target)}, E)"
 
     def _get_attr(self, inner: Expr, attr: str) -> str:

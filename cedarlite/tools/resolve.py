@@ -534,7 +534,7 @@ def _authorize_all(
 ) -> list[Response]:
     """One decision per request against the same policies and entities."""
     if engine == "compiled":
-        return is_authorized_batch(requests, policies, entities)
+        return is_authorized_batch(requests, policies, entities, cache=True)
     return [is_authorized(r, policies, entities, engine=engine) for r in requests]
 
 
