@@ -8,8 +8,9 @@ construction. ``entities`` is anything with ``get(uid) -> Entity | None``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .ast import WILDCARD, PatternElem
 from .errors import EvaluationError
@@ -45,35 +46,35 @@ def expect_bool(value: Any) -> bool:
     """``value`` if it is a Bool, else a type error."""
     if value.__class__ is not bool:
         raise type_error("bool", value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def expect_long(value: Any) -> int:
     """``value`` if it is a Long, else a type error."""
     if value.__class__ is not int:
         raise type_error("long", value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def expect_set(value: Any) -> CedarSet:
     """``value`` if it is a Set, else a type error."""
     if value.__class__ is not CedarSet:
         raise type_error("set", value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def expect_entity(value: Any) -> EntityUID:
     """``value`` if it is an entity, else a type error."""
     if value.__class__ is not EntityUID:
         raise type_error(ANY_ENTITY, value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def expect_string(value: Any) -> str:
     """``value`` if it is a String, else a type error."""
     if value.__class__ is not str:
         raise type_error("string", value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,7 +279,7 @@ def is_(value: Any, entity_type: str) -> bool:
 @lru_cache(maxsize=4096)
 def pattern_regex(pattern: tuple[PatternElem, ...]) -> re.Pattern[str]:
     """A compiled regex equivalent to a ``like`` pattern (anchored; ``*`` spans newlines)."""
-    parts = [".*" if el is WILDCARD else re.escape(el) for el in pattern]  # type: ignore[arg-type]
+    parts = [".*" if el is WILDCARD else re.escape(cast(str, el)) for el in pattern]
     return re.compile("".join(parts), re.DOTALL)
 
 
@@ -317,7 +318,7 @@ def ends_with(s: Any, suffix: Any) -> bool:
     return expect_string(s).endswith(expect_string(suffix))
 
 
-PURE_METHODS = {
+PURE_METHODS: dict[str, Callable[..., bool]] = {
     "contains": contains,
     "containsAll": contains_all,
     "containsAny": contains_any,
@@ -327,5 +328,8 @@ PURE_METHODS = {
 }
 """Built-in methods that do not read the entity store, by name (receiver first)."""
 
-ENTITY_METHODS = {"getTag": get_tag, "hasTag": has_tag}
+ENTITY_METHODS: dict[str, Callable[[Any, Any, EntityStore], Any]] = {
+    "getTag": get_tag,
+    "hasTag": has_tag,
+}
 """Built-in methods that read the entity store: ``f(receiver, arg, entities)``."""

@@ -127,7 +127,7 @@ def _decode_str(raw: str) -> str:
         parts = decode_literal(raw[1:-1])
     except BadEscape:
         raise _Fallback from None
-    return parts[0] if parts else ""  # type: ignore[return-value]
+    return parts[0] if parts else ""
 
 
 def _decode_pattern(raw: str) -> tuple[Any, ...]:
@@ -228,10 +228,10 @@ def _field_parts(node: Any) -> tuple[list[Any], list[tuple[int, Builder]]]:
 def _like_template(node: ast.Like) -> tuple[bool, Any]:
     holed, build_expr = _template(node.expr)
     pattern = node.pattern
-    if len(pattern) == 1 and pattern[0] is not WILDCARD and _hole_of_str(pattern[0]) is not None:
-        k = _hole_of_str(pattern[0])
+    k = _hole_of_str(pattern[0]) if len(pattern) == 1 and isinstance(pattern[0], str) else None
+    if k is not None:
         expr_b = build_expr if holed else _const(build_expr)
-        return True, lambda lits: ast.Like(expr_b(lits), _decode_pattern(lits[k]))  # type: ignore[index]
+        return True, lambda lits: ast.Like(expr_b(lits), _decode_pattern(lits[k]))
     if not holed:
         return False, ast.Like(build_expr, pattern)
     return True, lambda lits: ast.Like(build_expr(lits), pattern)
@@ -256,7 +256,7 @@ def _policy_template(policy: Policy) -> Builder:
     values, holes = _field_parts(policy)
 
     # INVARIANT: fields(Policy) starts with `id`, which is assigned per instance.
-    def build(lits: list[str], policy_id: str, span: Span) -> Policy:  # type: ignore[misc]
+    def build(lits: list[str], policy_id: str, span: Span) -> Policy:
         args = values.copy()
         for i, b in holes:
             args[i] = b(lits)

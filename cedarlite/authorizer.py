@@ -103,7 +103,7 @@ def evaluate_policies(policies: Iterable[Policy], request: Request, entities: En
 
 def _uid(value: Any, field: str) -> EntityUID:
     if value.__class__ is EntityUID:
-        return value  # type: ignore[no-any-return]
+        return value
     if isinstance(value, str):
         try:
             return parse_entity_uid(value)
@@ -130,10 +130,10 @@ def make_request(
     """
     if request.__class__ is Request:
         if schema is None:
-            return request  # type: ignore[return-value]
+            return request
         from .schema.conform import conform_request
 
-        return conform_request(request, None, schema, validate=validate)  # type: ignore[arg-type]
+        return conform_request(request, None, schema, validate=validate)
     if request.__class__ is not dict:
         if not isinstance(request, Mapping):
             raise RequestError(f"request must be a mapping, not {type(request).__name__}")

@@ -91,10 +91,10 @@ def _schema(args: argparse.Namespace) -> Any:
 
 def _request(args: argparse.Namespace) -> dict[str, Any]:
     if args.request_json:
-        request = _json_file(args.request_json, "request")
-        if not isinstance(request, dict):
+        from_file = _json_file(args.request_json, "request")
+        if not isinstance(from_file, dict):
             raise _Failure(f"error: {args.request_json}: a request must be a JSON object")
-        return request
+        return from_file
     missing = [f"--{k}" for k in ("principal", "action", "resource") if not getattr(args, k)]
     if missing:
         raise _Failure(f"error: give --request-json, or all of {', '.join(missing)}")

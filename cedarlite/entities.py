@@ -144,7 +144,7 @@ class Entities(Mapping[EntityUID, Entity]):
 
     # -- Mapping protocol ------------------------------------------------------------------
 
-    def get(self, uid: EntityUID, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, uid: EntityUID, default: Any = None) -> Any:
         """The entity with this uid, or ``default``."""
         ent = self._by_uid.get(uid)
         if ent is None and self._base is not None:
@@ -155,7 +155,7 @@ class Entities(Mapping[EntityUID, Entity]):
         ent = self.get(uid)
         if ent is None:
             raise KeyError(uid)
-        return ent  # type: ignore[no-any-return]
+        return ent
 
     def __iter__(self) -> Iterator[EntityUID]:
         yield from self._by_uid
@@ -295,15 +295,15 @@ def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) 
         # Rust's `EntityUidJson`: an explicit `__entity` escape wins, other keys are ignored.
         obj = obj["__entity"]
     if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:
-        raise error(  # type: ignore[call-arg]
+        raise error(
             f'{where}: expected an entity reference `{{"type": ..., "id": ...}}`, '
             f"got `{_preview(obj)}`"
         )
     type_name, id_ = obj["type"], obj["id"]
     if not isinstance(type_name, str) or not is_valid_type_name(type_name):
-        raise error(f"{where}: `{_preview(type_name)}` is not a valid entity type name")  # type: ignore[call-arg]
+        raise error(f"{where}: `{_preview(type_name)}` is not a valid entity type name")
     if not isinstance(id_, str):
-        raise error(f"{where}: entity id must be a string, got `{_preview(id_)}`")  # type: ignore[call-arg]
+        raise error(f"{where}: entity id must be a string, got `{_preview(id_)}`")
     return EntityUID(type_name, id_)
 
 

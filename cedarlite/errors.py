@@ -123,7 +123,7 @@ class EvaluationError(CedarliteError):
 
     code = "E0700"
 
-    def __init__(self, message: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, message: str, **kwargs) -> None:
         super().__init__(message, **kwargs)
 
     def render(self) -> str:

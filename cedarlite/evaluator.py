@@ -75,7 +75,7 @@ class Evaluator:
     def __init__(self, request: Request, entities: ops.EntityStore) -> None:
         self.request = request
         self.entities = entities
-        self._vars = {
+        self._vars: dict[Var, Any] = {
             Var.PRINCIPAL: request.principal,
             Var.ACTION: request.action,
             Var.RESOURCE: request.resource,
@@ -162,7 +162,7 @@ class Evaluator:
                 return ops.like(ev(inner), pattern)
             case Is(expr=inner, entity_type=entity_type, in_expr=None):
                 return ops.is_(ev(inner), entity_type)
-            case Is(expr=inner, entity_type=entity_type, in_expr=in_expr):
+            case Is(expr=inner, entity_type=entity_type, in_expr=Expr() as in_expr):
                 value = ev(inner)
                 return ops.is_(value, entity_type) and ops.in_(value, ev(in_expr), self.entities)
             case MethodCall(receiver=receiver, name=name, args=args):

@@ -16,7 +16,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from lark import Lark, Transformer
 
@@ -129,7 +129,7 @@ def _fail(message: str, span: Span | None, help: str | None = None) -> NoReturn:
 
 
 def _tok_span(tok: Token) -> Span:
-    return Span(tok.start_pos, tok.end_pos, tok.line, tok.column)  # type: ignore[arg-type]
+    return Span(tok.start_pos, tok.end_pos, tok.line, tok.column)
 
 
 def _span(first: Any, last: Any) -> Span | None:
@@ -151,7 +151,7 @@ def _unescape(tok: Token, pattern: bool = False) -> list[str | ast._Wildcard]:
     try:
         return decode_literal(raw, WILDCARD if pattern else None)
     except BadEscape as bad:
-        start: int = tok.start_pos + 1 + bad.start  # type: ignore[operator]
+        start: int = tok.start_pos + 1 + bad.start
         _fail(
             f"the input `{raw[bad.start : bad.end]}` is not a valid escape",
             Span.at(_state.text, start, start + (bad.end - bad.start)),
@@ -199,7 +199,7 @@ def _check_type_name(path: _Path) -> str:
 # The embedded transformer: one method per grammar rule (or alias).
 
 
-class _Builder(Transformer):  # type: ignore[type-arg]
+class _Builder(Transformer):
     """Builds AST nodes while the LALR parser reduces rules."""
 
     # -- policy structure --------------------------------------------------------------------
@@ -297,7 +297,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if isinstance(target, _ActionList):
             for lit in target.items:
                 self._check_action_uid(lit)
-            uids = tuple(lit.value for lit in target.items)
+            uids = tuple(cast(EntityUID, lit.value) for lit in target.items)
             return Scope(Var.ACTION, ScopeOp.IN_SET, entities=uids, span=span)
         self._check_action_uid(target)
         return Scope(

@@ -132,12 +132,12 @@ class PolicySet:
         cached = self._cache.get("active")
         if cached is None:
             cached = self._cache["active"] = tuple(p for p in self._policies if not p.is_template)
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     @property
     def text(self) -> str | None:
         """The Cedar text the set was parsed from (None for sets built from policies)."""
-        return self._cache.get("text")  # type: ignore[no-any-return]
+        return self._cache.get("text")
 
     def spanned(self, policy_id: str) -> Policy:
         """The policy with spans on every node (large sets are parsed without inner spans).

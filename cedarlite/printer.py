@@ -173,8 +173,8 @@ def _layout(e: Expr, needed: int, indent: int, width: int) -> str:
             op, level = ("&&", _AND) if isinstance(e, And) else ("||", _OR)
             operands = []
             while isinstance(e, And if op == "&&" else Or):  # the left spine: a && b && c
-                operands.append(e.right)  # type: ignore[attr-defined]
-                e = e.left  # type: ignore[attr-defined]
+                operands.append(e.right)
+                e = e.left
             operands.append(e)
             operands.reverse()
             inner = indent if level >= needed else indent + 2
@@ -249,7 +249,7 @@ def _expr(e: Expr, needed: int) -> str:
     match e:
         case Lit(value=value):
             text = _literal(value)
-            negative = value.__class__ is int and value < 0  # type: ignore[operator]
+            negative = value.__class__ is int and value < 0
             return _paren(text, _UNARY if negative else _MEMBER, needed)
         case Variable(var=var):
             return var.value

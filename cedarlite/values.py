@@ -113,7 +113,7 @@ class CedarSet:
         return not self._keys.isdisjoint(other._keys)
 
     def __eq__(self, other: object) -> bool:
-        return other.__class__ is CedarSet and self._keys == other._keys  # type: ignore[attr-defined]
+        return other.__class__ is CedarSet and self._keys == other._keys
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -124,19 +124,20 @@ class CedarSet:
         return "[" + ", ".join(sorted(to_cedar(v) for v in self)) + "]"
 
 
-class Record(dict):  # type: ignore[type-arg]
+class Record(dict):
     """An immutable Cedar record: string keys to values. Compares by Cedar equality."""
 
     # No __init__: dict's own (C) initializer builds records, the hash slot starts unset.
     __slots__ = ("_hash",)
+    _hash: int
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Record or len(self) != len(other):  # type: ignore[arg-type]
+        if other.__class__ is not Record or len(self) != len(other):
             return False
         for k, v in self.items():
-            if k not in other:  # type: ignore[operator]
+            if k not in other:
                 return False
-            w = other[k]  # type: ignore[index]
+            w = other[k]
             if v.__class__ is not w.__class__ or v != w:
                 return False
         return True
@@ -146,7 +147,7 @@ class Record(dict):  # type: ignore[type-arg]
 
     def __hash__(self) -> int:  # type: ignore[override]
         try:
-            return self._hash  # type: ignore[no-any-return]
+            return self._hash
         except AttributeError:
             # Cedar-equal values hash alike (`true` and `1` collide, which is allowed).
             self._hash = hash(frozenset(dict.items(self)))
@@ -155,13 +156,13 @@ class Record(dict):  # type: ignore[type-arg]
     def _readonly(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("cedarlite.Record is immutable")
 
-    __setitem__ = __delitem__ = _readonly  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _readonly
     clear = pop = popitem = setdefault = update = __ior__ = _readonly  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return to_cedar(self)
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self):
         return (Record, (dict(self),))
 
 

@@ -178,7 +178,7 @@ def compiled(policies: PolicySet) -> CompiledPolicySet:
     if cached is None:
         cached = CompiledPolicySet(policies.active)
         policies._cache["compiled"] = cached
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def is_authorized_batch(

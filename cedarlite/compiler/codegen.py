@@ -309,7 +309,7 @@ class _Gen:
         if isinstance(target, Lit) and target.value.__class__ is EntityUID:
             return f"_in_uid({lhs}, {self.literal(target.value)}, E)"
         ok, value = _fold(target) if isinstance(target, SetLit) else (False, None)
-        if ok and all(v.__class__ is EntityUID for v in value):
+        if ok and value is not None and all(v.__class__ is EntityUID for v in value):
             # A constant set of entities: its elements need no type check at run time.
             return f"_in_uids({lhs}, {self.const(frozenset(value))}, E)"
         return f"_in({lhs}, {self.expr(target)}, E)"
@@ -410,7 +410,7 @@ def _make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
     source = f"def _factory(K):\n def cond(P, A, R, C, E):\n  return {body}\n return cond\n"
     namespace: dict[str, Any] = {}
     exec(compile(source, "<cedarlite condition>", "exec"), _GLOBALS, namespace)
-    return namespace["_factory"]  # type: ignore[no-any-return]
+    return namespace["_factory"]
 
 
 def build_condition(source: tuple[str, tuple[Any, ...]] | None) -> CondFn | None:
