@@ -6,10 +6,10 @@ Every exception cedarlite raises on bad input is a :class:`CedarliteError`; fore
 
 from __future__ import annotations
 
-from .source import Span, render_snippet
+from .source import Located, Span, render_snippet
 
 
-class CedarliteError(Exception):
+class CedarliteError(Located, Exception):
     """Root of every error cedarlite raises on bad input.
 
     ``message`` is one lowercase line with user input in backticks; ``span`` (when known) locates
@@ -37,16 +37,6 @@ class CedarliteError(Exception):
         self.help = help
         if code is not None:
             self.code = code
-
-    @property
-    def line(self) -> int | None:
-        """1-based line of the error, when known."""
-        return self.span.line if self.span else None
-
-    @property
-    def column(self) -> int | None:
-        """1-based column of the error, when known."""
-        return self.span.column if self.span else None
 
     def location(self) -> str:
         """``source:line:column`` (parts that are unknown are left out)."""

@@ -28,6 +28,23 @@ class Span:
         return Span(start, end, line, column)
 
 
+class Located:
+    """Mixin for things with an optional ``span``: their 1-based ``line`` and ``column``."""
+
+    __slots__ = ()
+    span: Span | None
+
+    @property
+    def line(self) -> int | None:
+        """1-based line, when known."""
+        return self.span.line if self.span else None
+
+    @property
+    def column(self) -> int | None:
+        """1-based column, when known."""
+        return self.span.column if self.span else None
+
+
 def render_snippet(text: str, span: Span, *, width: int = 1) -> str:
     """The source line holding ``span`` with a caret line under the spanned characters.
 

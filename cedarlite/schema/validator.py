@@ -49,7 +49,7 @@ from ..ast import (
 )
 from ..errors import ValidationError
 from ..policyset import PolicySet
-from ..source import Span
+from ..source import Located, Span
 from ..values import EntityUID
 from ._lattice import FALSE
 from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in, is_action_type
@@ -60,7 +60,7 @@ Severity = Literal["error", "warning"]
 
 
 @dataclass(frozen=True, slots=True)
-class ValidationIssue:
+class ValidationIssue(Located):
     """One validation error or warning.
 
     ``code`` is stable (``unknown-attribute``, ``unexpected-type``, ``impossible-policy``...);
@@ -77,16 +77,6 @@ class ValidationIssue:
     severity: Severity = "error"
     text: str | None = field(default=None, compare=False, repr=False)
     source: str | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def line(self) -> int | None:
-        """1-based line of the issue, when known."""
-        return self.span.line if self.span else None
-
-    @property
-    def column(self) -> int | None:
-        """1-based column of the issue, when known."""
-        return self.span.column if self.span else None
 
     def to_error(self) -> ValidationError:
         """This issue as a :class:`~cedarlite.ValidationError` (to raise or render)."""
