@@ -12,7 +12,8 @@ import pytest
 from cedarlite import CedarliteError
 from cedarlite.tools import EmptyAllowlistError, resolve_tools
 
-CASES_FILE = Path(__file__).resolve().parents[2] / "shared" / "spec" / "openclaw-cases.json"
+# The spec's 58 conformance cases (vendored from the project's spec material).
+CASES_FILE = Path(__file__).resolve().parent / "data" / "openclaw-cases.json"
 CASES = json.loads(CASES_FILE.read_text(encoding="utf-8"))["cases"]
 
 
