@@ -17,7 +17,7 @@ from .entities import Entities, JSONValueError, uid_from_json, value_from_json
 from .errors import CedarliteError, EvaluationError, RequestError
 from .evaluator import Evaluator, Request
 from .parser import parse_entity_uid
-from .values import EMPTY_RECORD, EntityUID
+from .values import EMPTY_RECORD, EntityUID, Record
 
 if TYPE_CHECKING:
     from .policyset import PolicySet
@@ -129,11 +129,20 @@ def make_request(
     ``validate``, the request is checked against the action's ``appliesTo``.
     """
     if request.__class__ is Request:
-        if schema is None:
-            return request
-        from .schema.conform import conform_request
+        req: Request = request
+        if (
+            req.context.__class__ is Record
+            and req.principal.__class__ is EntityUID
+            and req.action.__class__ is EntityUID
+            and req.resource.__class__ is EntityUID
+        ):
+            if schema is None:
+                return req
+            from .schema.conform import conform_request
 
-        return conform_request(request, None, schema, validate=validate)
+            return conform_request(req, None, schema, validate=validate)
+        # A hand-built Request with plain Python fields: read it like a request dict.
+        request = req._asdict()
     if request.__class__ is not dict:
         if not isinstance(request, Mapping):
             raise RequestError(f"request must be a mapping, not {type(request).__name__}")

@@ -276,3 +276,25 @@ def test_unknown_engine_is_rejected(engine):
 def test_scope_objects_are_hashable_and_shared():
     s = Scope(Var.PRINCIPAL)
     assert hash(s) == hash(Scope(Var.PRINCIPAL))
+
+
+def test_a_cache_entry_of_the_wrong_shape_is_rebuilt(tmp_path):
+    path = tmp_path / "p.cedar"
+    path.write_text("permit (principal, action, resource);")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    entry = cache / (cache_key(path.read_text(), False) + ".pickle")
+    entry.write_bytes(_pickle_with_state({"version": 1}))
+    ps = cedarlite.PolicySet.from_file(path, cache_dir=cache)
+    req = {"principal": 'U::"a"', "action": 'A::"b"', "resource": 'R::"c"'}
+    assert cedarlite.is_authorized(req, ps).allowed
+
+
+def _pickle_with_state(state: dict) -> bytes:
+    """A pickle that rebuilds a CompiledPolicySet from ``state`` (as a foreign entry would)."""
+
+    class Forged:
+        def __reduce__(self):
+            return (object.__new__, (CompiledPolicySet,), state)
+
+    return pickle.dumps(Forged())

@@ -1152,3 +1152,8 @@ def test_attribute_annotations_are_kept_but_not_compared() -> None:
     attributes: Mapping[str, Attribute] = schema.entity_types["E"].shape.attributes
     assert attributes["a"].annotations == {"doc": "x"}
     assert '@doc("x")' in schema.to_cedarschema()
+
+
+def test_schema_text_must_be_text() -> None:
+    with pytest.raises(SchemaError, match="must be a string"):
+        Schema.from_str(b"entity User;")  # type: ignore[arg-type]

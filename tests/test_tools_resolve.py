@@ -223,3 +223,37 @@ def test_explain_a_tool_rejected_at_registration() -> None:
 def test_explain_an_unknown_tool() -> None:
     with pytest.raises(ToolsError, match="no tool `nope`"):
         tool_policy({}, names("read")).explain("nope", {})
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input is a clear error (found in review)
+
+
+@pytest.mark.parametrize("tools", [None, 5, {"name": "read"}, "read", [3]])
+def test_a_bad_tool_list_is_a_tools_error(tools):
+    with pytest.raises(ToolsError):
+        resolve_tools({}, tools, {})
+
+
+def test_pathologically_nested_parameter_schemas_are_a_tools_error():
+    deep: dict = {"type": "object"}
+    for _ in range(3000):
+        deep = {"type": "object", "properties": {"a": deep}}
+    tools = [{"name": "x__y", "pluginId": "bundle-mcp", "parameters": deep}]
+    with pytest.raises(ToolsError, match="nested too deeply"):
+        resolve_tools({}, tools, {})
+
+
+def test_explain_matches_names_exactly():
+    with pytest.raises(ToolsError, match="no tool"):
+        ToolPolicy({}, [{"name": "1"}]).explain(1, {})
+
+
+def test_rules_given_as_text_are_compiled_once():
+    policy = ToolPolicy({}, [{"name": "exec"}])
+    rules = (
+        'forbid (principal, action == Action::"exec", resource) '
+        'when { resource.command like "rm *" };'
+    )
+    first = policy._with_rules(rules)
+    assert policy._with_rules("".join(rules)) is first  # an equal string hits the cache

@@ -39,16 +39,7 @@ def load_cached(text: str, source: str | None, strict: bool, cache_dir: str) -> 
             index = pickle.load(f)
         if not isinstance(index, CompiledPolicySet):
             raise TypeError("not a compiled policy set")
-    except (
-        OSError,
-        EOFError,
-        pickle.UnpicklingError,
-        TypeError,
-        ValueError,
-        AttributeError,
-        ImportError,
-        IndexError,
-    ):
+    except Exception:  # a missing, corrupt or foreign entry (any failure): rebuild it
         ps = PolicySet.from_str(text, source, strict=strict)
         _store(path, compiled(ps))
         return ps

@@ -185,7 +185,8 @@ def _conform_entity(
         closure = set(parents)
         for parent in parents:
             closure |= schema.action_ancestors(parent)
-        if closure != schema.action_ancestors(uid) or item.get("attrs") or item.get("tags"):
+        has_data = item.get("attrs") != {} or item.get("tags", {}) != {}
+        if closure != schema.action_ancestors(uid) or has_data:
             raise ConformError(
                 f"definition of action {label} does not match its schema declaration"
             )
@@ -207,19 +208,18 @@ def _conform_entity(
                 f"entities (allowed parent types: {allowed})"
             )
         check_enum(parent, schema, where)
-    tags_json = item.get("tags")
     tags = EMPTY_RECORD
-    if tags_json:
-        if definition.tags is None:
-            raise ConformError(f"{label}.tags: entities of type `{uid.type}` have no tags")
+    if "tags" in item:
+        tags_json = item["tags"]
         if not isinstance(tags_json, dict):
             raise ConformError(f"{label}.tags: expected a JSON object")
-        tags = Record(
-            {
-                k: decode(v, definition.tags, f"{label}.tags.{k}", schema)
-                for k, v in tags_json.items()
-            }
-        )
+        tag_type = definition.tags
+        if tags_json and tag_type is None:
+            raise ConformError(f"{label}.tags: entities of type `{uid.type}` have no tags")
+        if tag_type is not None:
+            tags = Record(
+                {k: decode(v, tag_type, f"{label}.tags.{k}", schema) for k, v in tags_json.items()}
+            )
     return Entity(uid, attrs, parents, tags)
 
 

@@ -240,7 +240,9 @@ class Schema:
         LRU memo keyed by text and source name).
         """
         if not isinstance(text, str):
-            return _parse_human(text, source)  # reports the type error
+            raise SchemaError(
+                f"schema text must be a string, not {type(text).__name__}", source=source
+            )
         return _parse_human_memo(text, source)
 
     @classmethod

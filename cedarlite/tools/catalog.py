@@ -21,12 +21,13 @@ written ``Action::"tool:<name>"`` so that no tool can ever be mistaken for a gro
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from ..entities import Entities, Entity
 from ..errors import CedarliteError
@@ -211,6 +212,25 @@ class ToolsError(CedarliteError):
     code = "E0810"
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def guard_depth(fn: _F) -> _F:
+    """Turn a ``RecursionError`` from pathologically nested input (a tool list, configuration
+    or parameter schema) into a :class:`ToolsError`: callers get a clear error, never a crash."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise ToolsError(
+                "the tools, configuration or parameter schemas are nested too deeply"
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
 @dataclass(frozen=True, slots=True)
 class ToolInfo:
     """One tool of a run, as registered in a :class:`ToolCatalog`.
@@ -295,12 +315,7 @@ class ToolCatalog:
         depends on whether they load, which the compiled policies decide.
         Raises :class:`ToolsError` for a tool that is not an object.
         """
-        if isinstance(tools, Mapping | str | bytes):
-            raise ToolsError("tools must be a JSON array of tool objects")
-        items = list(tools)
-        for i, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise ToolsError(f"tools[{i}]: expected a tool object, got `{_preview(item)}`")
+        items = tool_list(tools)
         keys = _unique_keys([item.get("name") for item in items])
         core_names = {norm(t.get("name")) for t in items if not isinstance(t.get("pluginId"), str)}
         core_exact = {
@@ -445,9 +460,20 @@ def _register(
     return replace(info, collides_with=earlier, name_taken=taken)
 
 
+def tool_list(tools: Any) -> list[Mapping[str, Any]]:
+    """The tools of a run as a list of tool objects; anything else is a :class:`ToolsError`."""
+    if isinstance(tools, Mapping | str | bytes) or not isinstance(tools, Iterable):
+        raise ToolsError("tools must be a JSON array of tool objects")
+    items = list(tools)
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ToolsError(f"tools[{i}]: expected a tool object, got `{_preview(item)}`")
+    return items
+
+
 def _unique_keys(names: Sequence[Any]) -> list[str]:
     """Resource ids: the name itself when unique, else ``name#2``, ``name#3``, ... (unused)."""
-    bases = [n if isinstance(n, str) else json.dumps(n) for n in names]
+    bases = [n if isinstance(n, str) else json.dumps(n, default=repr) for n in names]
     used = set(bases)
     seen: set[str] = set()
     keys: list[str] = []

@@ -66,6 +66,7 @@ from .catalog import (
     action_uid,
     agent_uid,
     group_uid,
+    guard_depth,
     plugin_uid,
 )
 from .config import AgentTools, PolicyLists, ProviderEntry, ToolsConfig, load_config
@@ -910,6 +911,7 @@ def _source_keys(entries: Iterable[Any]) -> set[str]:
     return {norm(e) for e in entries if isinstance(e, str) and js_trim(e)}
 
 
+@guard_depth
 def compile_config(
     config: Mapping[str, Any] | ToolsConfig | None,
     catalog: ToolCatalog,

@@ -55,6 +55,7 @@ from .catalog import (
     ToolInfo,
     action_uid,
     group_uid,
+    guard_depth,
     plugin_uid,
 )
 from .config import js_truthy
@@ -418,6 +419,7 @@ CONTEXT_ATTRIBUTES: dict[str, CedarType] = {
 }
 
 
+@guard_depth
 def cedar_schema(catalog: ToolCatalog) -> Schema:
     """The Cedar schema of the calls of a catalog.
 
@@ -541,6 +543,7 @@ def merge_property(a: Any, b: Any) -> Any:
     return out
 
 
+@guard_depth
 def normalize_tool_parameters(
     schema: Any,
     *,

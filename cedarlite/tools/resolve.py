@@ -38,6 +38,8 @@ from .catalog import (
     ToolInfo,
     ToolsError,
     agent_uid,
+    guard_depth,
+    tool_list,
 )
 from .compile import (
     LAYER_COLLISION,
@@ -343,6 +345,7 @@ class ToolPolicy:
         request = Request(run.principal, _ANY_ACTION, _ANY_RESOURCE, run.record())
         return bool(Evaluator(request, self.entities).evaluate(step.variant.applies))
 
+    @guard_depth
     def resolve(self, context: Mapping[str, Any] | None) -> ToolResolution:
         """The tools offered to the model for a run (spec §4.4); never raises the guard."""
         run = RunContext.of(context, self.config)
@@ -371,12 +374,13 @@ class ToolPolicy:
                 notes.append(f"plugin tool name conflict ({d.tool.plugin_id}): {d.tool.name}")
         return list(dict.fromkeys(notes))
 
+    @guard_depth
     def explain(self, tool: Any, context: Mapping[str, Any] | None) -> Explanation:
         """The step-by-step trace of one tool (a name of the catalog, exactly as given)."""
         run = RunContext.of(context, self.config)
         info = tool if isinstance(tool, ToolInfo) else self.catalog.find(tool)
         if info is None:
-            info = next((t for t in self.catalog.tools if t.name == tool), None)
+            info = next((t for t in self.catalog.tools if _same_name(t.name, tool)), None)
         if info is None:
             raise ToolsError(f"no tool `{tool}` in the catalog")
         decision = next(d for d in self.decide(run) if d.tool.index == info.index)
@@ -435,6 +439,7 @@ class ToolPolicy:
 
     # -- calls -------------------------------------------------------------------------------
 
+    @guard_depth
     def authorize_call(
         self,
         context: Mapping[str, Any] | None,
@@ -483,7 +488,8 @@ class ToolPolicy:
             return self.policies
         key = rules if isinstance(rules, str) else id(rules)
         cached = self._merged.get(key)
-        if cached is not None and cached[0] is rules:
+        # Text is its own key; a PolicySet is keyed by identity (checked: ids are reused).
+        if cached is not None and (isinstance(rules, str) or cached[0] is rules):
             return cached[1]
         extra = PolicySet.from_str(rules, "<rules>") if isinstance(rules, str) else rules
         renamed = [
@@ -647,6 +653,7 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
 
 
+@guard_depth
 def tool_policy(
     config: Mapping[str, Any] | None, tools: Iterable[Mapping[str, Any]] | ToolCatalog
 ) -> ToolPolicy:
@@ -657,7 +664,7 @@ def tool_policy(
     if isinstance(tools, ToolCatalog):
         catalog = tools
     else:
-        tools = list(tools) if not isinstance(tools, list) else tools
+        tools = tool_list(tools)
         tools_key = _key(tools)
         with _cache_lock:
             catalog = _catalogs.get(tools_key)  # type: ignore[assignment]
@@ -675,6 +682,7 @@ def tool_policy(
     return policy
 
 
+@guard_depth
 def resolve_tools(
     config: Mapping[str, Any] | None,
     tools: Iterable[Mapping[str, Any]] | ToolCatalog,
@@ -694,6 +702,7 @@ def resolve_tools(
     return resolution
 
 
+@guard_depth
 def authorize_call(
     config: Mapping[str, Any] | None,
     tools: Iterable[Mapping[str, Any]] | ToolCatalog,
@@ -707,6 +716,7 @@ def authorize_call(
     return tool_policy(config, tools).authorize_call(context, tool, params, rules=rules)
 
 
+@guard_depth
 def explain(
     config: Mapping[str, Any] | None,
     tool: Any,
