@@ -14,12 +14,22 @@ the keyword only where the parser state accepts it, and as an identifier anywher
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from lark import Lark
 from lark.parsers.lalr_analysis import Shift
 
 END = "$END"
+
+
+def grammar_text(name: str) -> str:
+    """A grammar file of ``grammar/``: inside the installed package, or next to a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "grammar" / name, here.parent / "grammar" / name):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8")
+    raise FileNotFoundError(f"cedarlite grammar `{name}` not found next to {here}")
 
 
 class Tok(str):

@@ -1,4 +1,4 @@
-"""Cedar policy text -> AST. The only module that imports Lark or knows the grammar's rule names.
+"""Cedar policy text -> AST. The only module that knows the policy grammar's rule names.
 
 The grammar (``grammar/cedar.lark``) is LALR(1); the AST is built during the parse by an
 embedded transformer (no intermediate tree), which also enforces Cedar's parse-time rules:
@@ -15,13 +15,12 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from lark import Lark, Transformer
 
 from . import ast
-from ._lalr import END, Automaton, LexError, UnexpectedToken, make_token
+from ._lalr import END, Automaton, LexError, UnexpectedToken, grammar_text, make_token
 from ._lalr import Tok as Token
 from .ast import (
     RESERVED,
@@ -573,14 +572,6 @@ def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
         _state.reset("", None, False)
 
 
-def _grammar_text(name: str) -> str:
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "grammar" / name, here.parent / "grammar" / name):
-        if candidate.is_file():
-            return candidate.read_text(encoding="utf-8")
-    raise FileNotFoundError(f"cedarlite grammar `{name}` not found next to {here}")
-
-
 _lock = threading.Lock()
 _automaton: Automaton | None = None
 
@@ -592,7 +583,7 @@ def _parser() -> Automaton:
         with _lock:
             if _automaton is None:
                 lark = Lark(
-                    _grammar_text("cedar.lark"),
+                    grammar_text("cedar.lark"),
                     parser="lalr",
                     transformer=_Builder(),
                     maybe_placeholders=False,

@@ -1368,13 +1368,15 @@ def assert_equivalent(
     counterexample; ``settings`` (a ``hypothesis.settings``) controls the number of examples.
     """
     from .authorizer import is_authorized
+    from .entities import Entities
 
     u = universe or universe_for(a, b)
 
     @given(entities(u), requests(u))
     def check(ents: list[dict[str, Any]], request: dict[str, Any]) -> None:
-        ra = is_authorized(request, a, ents, engine=engine)
-        rb = is_authorized(request, b, ents, engine=engine)
+        store = Entities.from_json(ents)
+        ra = is_authorized(request, a, store, engine=engine)
+        rb = is_authorized(request, b, store, engine=engine)
         if ra.decision is not rb.decision:
             raise AssertionError(
                 "policy sets decide differently:\n"

@@ -188,13 +188,19 @@ def is_authorized_batch(
     *,
     schema: Schema | None = None,
     cache: bool = False,
+    engine: str = "compiled",
 ) -> list[Response]:
     """Decide many requests against one policy set and entity store (each parsed once).
 
-    ``cache`` as in :meth:`CompiledPolicySet.authorize`.
+    ``cache`` and ``engine`` as in :func:`cedarlite.is_authorized`.
     """
-    from ..authorizer import coerce_inputs
+    from ..authorizer import coerce_inputs, evaluate_policies
 
     ps, ents = coerce_inputs(policies, entities, schema)
+    reqs = [make_request(r, schema=schema) for r in requests]
+    if engine == "reference":
+        return [evaluate_policies(ps.active, r, ents) for r in reqs]
+    if engine != "compiled":
+        raise ValueError(f"unknown engine `{engine}`; expected `compiled` or `reference`")
     index = compiled(ps)
-    return [index.authorize(make_request(r, schema=schema), ents, cache=cache) for r in requests]
+    return [index.authorize(r, ents, cache=cache) for r in reqs]

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import _ops as ops
 from ..ast import (
+    RELATIONS,
     WILDCARD,
     And,
     Binary,
@@ -86,8 +87,7 @@ _GLOBALS: dict[str, Any] = {
     "_ga": ops.get_attr,
     "_like": ops.like,
     "_is": ops.is_,
-    "_get_tag": ops.get_tag,
-    "_has_tag": ops.has_tag,
+    **{f"_e_{name}": fn for name, fn in ops.ENTITY_METHODS.items()},
     "_LO": I64_MIN,
     "_HI": I64_MAX,
     **{f"_m_{name}": fn for name, fn in ops.PURE_METHODS.items()},
@@ -97,11 +97,8 @@ _GLOBALS: dict[str, Any] = {
 }
 
 _BOOL_METHODS = frozenset(
-    {"contains", "containsAll", "containsAny", "isEmpty", "hasTag", "startsWith", "endsWith"}
-    | {name for name, f in METHODS.items() if f.returns == "Bool"}
+    {*ops.PURE_METHODS, "hasTag"} | {name for name, f in METHODS.items() if f.returns == "Bool"}
 )
-
-_RELATIONS = {BinOp.EQ, BinOp.NEQ, BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE, BinOp.IN}
 
 
 def returns_bool(e: Expr) -> bool:
@@ -110,7 +107,7 @@ def returns_bool(e: Expr) -> bool:
         case Lit(value=v):
             return v.__class__ is bool
         case Binary(op=op):
-            return op in _RELATIONS
+            return op in RELATIONS
         case And() | Or() | Has() | Like() | Is():
             return True
         case Unary(op=UnaryOp.NOT):
@@ -136,7 +133,7 @@ def _foldable(e: Expr) -> bool:
         case Binary(op=BinOp.IN):
             return False
         case MethodCall(name=name, receiver=r, args=args):
-            if name in ("getTag", "hasTag"):
+            if name in ops.ENTITY_METHODS:
                 return False
             return _foldable(r) and all(_foldable(a) for a in args)
         case Call(args=args):
@@ -353,10 +350,8 @@ class _Gen:
         codes = [self.expr(receiver), *(self.expr(a) for a in args)]
         if name in ops.PURE_METHODS:
             return f"_m_{name}({', '.join(codes)})"
-        if name == "getTag":
-            return f"_get_tag({codes[0]}, {codes[1]}, E)"
-        if name == "hasTag":
-            return f"_has_tag({codes[0]}, {codes[1]}, E)"
+        if name in ops.ENTITY_METHODS:
+            return f"_e_{name}({codes[0]}, {codes[1]}, E)"
         return self._ext(METHODS[name], codes)
 
     def _ext(self, func: Any, codes: list[str]) -> str:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from lark import Lark, Transformer
 
-from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken
+from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken, grammar_text
 from ..ast import RESERVED
 from ..errors import SchemaError
 from ..source import BadEscape, Span, decode_literal
@@ -45,19 +44,10 @@ from .types import annotation_text, frozen_map, type_text
 # The grammar and its lexer
 
 
-def _grammar_path() -> Path:
-    package = Path(__file__).resolve().parent.parent
-    for folder in (package / "grammar", package.parent / "grammar"):
-        candidate = folder / "cedarschema.lark"
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError("cedarschema.lark not found next to the cedarlite package")
-
-
 @functools.cache
 def _parser() -> Automaton:
     lark = Lark(
-        _grammar_path().read_text(encoding="utf-8"),
+        grammar_text("cedarschema.lark"),
         parser="lalr",
         transformer=_Builder(),
         maybe_placeholders=True,

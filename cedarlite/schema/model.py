@@ -276,7 +276,7 @@ class Schema:
         seen.update(dict.fromkeys(self.namespace_annotations))
         return tuple(seen)
 
-    @property
+    @functools.cached_property
     def action_entity_types(self) -> frozenset[str]:
         """The entity types of the declared actions (``"Action"``, ``"NS::Action"``, ...)."""
         return frozenset(uid.type for uid in self.actions)

@@ -45,6 +45,7 @@ from ..ast import (
     SlotId,
     Variable,
     condition_expr,
+    is_action_type,
     walk,
 )
 from ..errors import ValidationError
@@ -52,7 +53,7 @@ from ..policyset import PolicySet
 from ..source import Located, Span
 from ..values import EntityUID
 from ._lattice import FALSE
-from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in, is_action_type
+from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in
 from .model import Schema, did_you_mean
 from .types import RecordType
 
@@ -165,7 +166,7 @@ class Validator:
         """Validate every policy, template and template link of ``policies``."""
         errors: list[ValidationIssue] = []
         warnings: list[ValidationIssue] = []
-        text = _text_of(policies)
+        text = policies.text
         for policy in policies:
             found, notes = self.check(policy)
             if found and text is not None and any(f.span is None for f in found):
@@ -425,11 +426,6 @@ def _context(schema: Schema, action: EntityUID) -> RecordType:
     applies = schema.actions[action].applies_to
     assert applies is not None  # INVARIANT: request environments come from `appliesTo`
     return applies.context
-
-
-def _text_of(policies: PolicySet) -> str | None:
-    """The text a policy set was parsed from, if any (for caret snippets)."""
-    return policies.text
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -539,9 +539,7 @@ def _authorize_all(
     requests: Sequence[Request], policies: PolicySet, entities: Entities, engine: str
 ) -> list[Response]:
     """One decision per request against the same policies and entities."""
-    if engine == "compiled":
-        return is_authorized_batch(requests, policies, entities, cache=True)
-    return [is_authorized(r, policies, entities, engine=engine) for r in requests]
+    return is_authorized_batch(requests, policies, entities, cache=True, engine=engine)
 
 
 # ---------------------------------------------------------------------------------------------
