@@ -400,6 +400,12 @@ def condition_source(policy: Policy) -> tuple[str, tuple[Any, ...]] | None:
     return sys.intern(" and ".join(parts)), tuple(gen.consts)
 
 
+def compile_predicate(expr: Expr) -> CondFn:
+    """A function deciding a boolean expression as a ``when`` clause would (compiled once)."""
+    gen = _Gen()
+    return _make_factory(sys.intern(gen.bool_(expr)))(tuple(gen.consts))
+
+
 @lru_cache(maxsize=8192)
 def _make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
     source = f"def _factory(K):\n def cond(P, A, R, C, E):\n  return {body}\n return cond\n"

@@ -25,6 +25,7 @@ from cachetools import LRUCache
 
 from ..authorizer import Decision, Response, is_authorized
 from ..compiler import is_authorized_batch
+from ..compiler.codegen import compile_predicate
 from ..entities import Entities
 from ..errors import CedarliteError
 from ..evaluator import Evaluator, Request
@@ -299,7 +300,9 @@ class ToolPolicy:
         self.catalog = tools if isinstance(tools, ToolCatalog) else ToolCatalog.from_tools(tools)
         self.policies: ToolPolicySet = compile_config(self.config, self.catalog)
         self.entities: Entities = self.catalog.entities
-        self._merged: dict[Any, tuple[Any, PolicySet]] = {}
+        self._merged: dict[Any, tuple[Any, PolicySet, dict[str, str]]] = {}
+        self._applies: dict[int, Any] = {}
+        self._labels = _labels(self.policies)
         self._targets = [(t, t.action, t.resource) for t in self.catalog.tools if t.registered]
 
     def __repr__(self) -> str:
@@ -342,8 +345,10 @@ class ToolPolicy:
 
     def applies(self, step: CompiledStep, run: RunContext) -> bool:
         """Whether a compiled step applies to a run (its condition, evaluated by Cedar)."""
-        request = Request(run.principal, _ANY_ACTION, _ANY_RESOURCE, run.record())
-        return bool(Evaluator(request, self.entities).evaluate(step.variant.applies))
+        predicate = self._applies.get(id(step))
+        if predicate is None:  # INVARIANT: ids of the plan's own steps (the plan keeps them)
+            predicate = self._applies[id(step)] = compile_predicate(step.variant.applies)
+        return predicate(run.principal, _ANY_ACTION, _ANY_RESOURCE, run.record(), self.entities)
 
     @guard_depth
     def resolve(self, context: Mapping[str, Any] | None) -> ToolResolution:
@@ -393,7 +398,7 @@ class ToolPolicy:
     ) -> tuple[StepTrace, ...]:
         plan = self.policies.plan
         reasons = set(decision.response.reasons) if decision.response else set()
-        ids = {p.id: p.annotations.get("id", p.id) for p in self.policies}
+        ids = self._labels
         by_layer: dict[str, list[str]] = {}
         for pid, (_, label) in sorted(plan.layers.items(), key=lambda kv: kv[1][0]):
             by_layer.setdefault(label, []).append(pid)
@@ -465,11 +470,10 @@ class ToolPolicy:
         entities = self.entities.overlay([entity])
         record = Record({**run.record(), "input": arguments})
         request = Request(run.principal, info.action, entity.uid, record)
-        policies = self._with_rules(rules)
+        policies, ids = self._with_rules(rules)
         response = is_authorized(request, policies, entities, engine=self.engine)
         if response.errors:  # fail closed
             response = Response(Decision.DENY, (), response.errors)
-        ids = {p.id: p.annotations.get("id", p.id) for p in policies}
         return CallDecision(
             info.name, response.allowed, response, tuple(ids[r] for r in response.reasons)
         )
@@ -483,14 +487,15 @@ class ToolPolicy:
         allowed = {d.tool.index for d in self.decide(run) if d.allowed}
         return next((t for t in candidates if t.index in allowed), candidates[0])
 
-    def _with_rules(self, rules: PolicySet | str | None) -> PolicySet:
+    def _with_rules(self, rules: PolicySet | str | None) -> tuple[PolicySet, dict[str, str]]:
+        """The compiled policies plus argument ``rules``, and each policy's ``@id`` label."""
         if rules is None:
-            return self.policies
+            return self.policies, self._labels
         key = rules if isinstance(rules, str) else id(rules)
         cached = self._merged.get(key)
         # Text is its own key; a PolicySet is keyed by identity (checked: ids are reused).
         if cached is not None and (isinstance(rules, str) or cached[0] is rules):
-            return cached[1]
+            return cached[1], cached[2]
         extra = PolicySet.from_str(rules, "<rules>") if isinstance(rules, str) else rules
         renamed = [
             replace(
@@ -499,10 +504,11 @@ class ToolPolicy:
             for i, p in enumerate(extra.active)
         ]
         merged = PolicySet([*self.policies, *renamed])
+        labels = _labels(merged)
         if len(self._merged) > 16:
             self._merged.clear()
-        self._merged[key] = (rules, merged)
-        return merged
+        self._merged[key] = (rules, merged, labels)
+        return merged, labels
 
 
 @dataclass(frozen=True)
@@ -517,6 +523,11 @@ class CallDecision:
 
     def __bool__(self) -> bool:
         return self.allowed
+
+
+def _labels(policies: PolicySet) -> dict[str, str]:
+    """Each policy's ``@id`` annotation (its id when it has none), by policy id."""
+    return {p.id: p.annotations.get("id", p.id) for p in policies}
 
 
 def _same_name(a: Any, b: Any) -> bool:
