@@ -297,13 +297,13 @@ def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) 
     if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:
         raise error(
             f'{where}: expected an entity reference `{{"type": ..., "id": ...}}`, '
-            f"got `{_preview(obj)}`"
+            f"got `{preview(obj)}`"
         )
     type_name, id_ = obj["type"], obj["id"]
     if not isinstance(type_name, str) or not is_valid_type_name(type_name):
-        raise error(f"{where}: `{_preview(type_name)}` is not a valid entity type name")
+        raise error(f"{where}: `{preview(type_name)}` is not a valid entity type name")
     if not isinstance(id_, str):
-        raise error(f"{where}: entity id must be a string, got `{_preview(id_)}`")
+        raise error(f"{where}: entity id must be a string, got `{preview(id_)}`")
     return EntityUID(type_name, id_)
 
 
@@ -357,7 +357,7 @@ def value_from_json(obj: Any, where: str) -> Any:
         return value_from_json(list(obj), where)
     if isinstance(obj, Mapping):
         return value_from_json(dict(obj), where)
-    raise JSONValueError(f"{where}: `{_preview(obj)}` is not a Cedar value")
+    raise JSONValueError(f"{where}: `{preview(obj)}` is not a Cedar value")
 
 
 def _is_scalar(v: Any) -> bool:
@@ -396,7 +396,7 @@ def _extn_from_json(inner: Any, where: str) -> Any:
 
 def _record_from_json(obj: Any, where: str) -> Record:
     if not isinstance(obj, dict):
-        raise JSONValueError(f"{where}: expected a JSON object, got `{_preview(obj)}`")
+        raise JSONValueError(f"{where}: expected a JSON object, got `{preview(obj)}`")
     return Record({k: value_from_json(v, f"{where}.{k}") for k, v in obj.items()})
 
 
@@ -406,9 +406,7 @@ def _entity_from_json(
     """One entity from its JSON object; with a schema, values are read by their types."""
     try:
         if not isinstance(item, dict):
-            raise JSONValueError(
-                f"entity{where}: expected an entity object, got `{_preview(item)}`"
-            )
+            raise JSONValueError(f"entity{where}: expected an entity object, got `{preview(item)}`")
         for key in ("uid", "attrs", "parents"):
             if key not in item:
                 raise JSONValueError(f"entity{where}: missing field `{key}`")
@@ -439,9 +437,25 @@ def _entity_from_json(
     return Entity(uid, attrs, parents, tags)
 
 
-def _preview(obj: Any, limit: int = 60) -> str:
+def preview(obj: Any, limit: int = 60) -> str:
+    """A short JSON rendering of a value for error messages."""
     try:
-        text = json.dumps(obj, ensure_ascii=False)
-    except (TypeError, ValueError):
+        text = json.dumps(obj, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
         text = repr(obj)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def json_kind(value: Any) -> str:
+    """What kind of JSON value this is, for messages: ``a string``, ``an array``, ``null``..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object" if isinstance(value, Mapping) else type(value).__name__

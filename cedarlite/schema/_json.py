@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..ast import is_valid_ident
+from ..entities import json_kind
 from ..source import Span
 from .model import (
     ActionDef,
@@ -100,20 +101,6 @@ def load_json_schema(obj: Any, site: ErrorSite) -> list[RawNamespace]:
     return _Loader(site).schema(obj)
 
 
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, Mapping) else type(value).__name__
-
-
 class _Loader:
     """Walks the JSON, carrying the path of the value at hand for error messages."""
 
@@ -127,7 +114,7 @@ class _Loader:
 
     def object(self, value: Any, path: Path, what: str) -> Mapping[str, Any]:
         if type(value) is not dict and not isinstance(value, Mapping):  # (fast path first)
-            raise self.fail(f"expected {what} (an object), found {_json_kind(value)}", path)
+            raise self.fail(f"expected {what} (an object), found {json_kind(value)}", path)
         for key in getattr(value, "duplicates", ()):
             raise self.fail(f"duplicate key `{key}`", path)
         return value
@@ -151,17 +138,17 @@ class _Loader:
 
     def array(self, value: Any, path: Path) -> list[Any]:
         if not isinstance(value, list):
-            raise self.fail(f"expected an array, found {_json_kind(value)}", path)
+            raise self.fail(f"expected an array, found {json_kind(value)}", path)
         return value
 
     def string(self, value: Any, path: Path) -> str:
         if not isinstance(value, str):
-            raise self.fail(f"expected a string, found {_json_kind(value)}", path)
+            raise self.fail(f"expected a string, found {json_kind(value)}", path)
         return value
 
     def boolean(self, value: Any, path: Path) -> bool:
         if not isinstance(value, bool):
-            raise self.fail(f"expected a boolean, found {_json_kind(value)}", path)
+            raise self.fail(f"expected a boolean, found {json_kind(value)}", path)
         return value
 
     def name(self, value: Any, path: Path, what: str, *, qualified: bool = True) -> str:

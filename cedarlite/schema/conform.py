@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..entities import Entity, JSONValueError, uid_from_json, value_from_json
+from ..entities import Entity, JSONValueError, json_kind, uid_from_json, value_from_json
 from ..errors import EntitiesError, EvaluationError, RequestError
 from ..evaluator import Request
 from ..ext import CONSTRUCTORS
@@ -40,20 +40,8 @@ class ConformError(Exception):
         self.help = help
 
 
-def _type_name(obj: Any) -> str:
-    cls = obj.__class__
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        str: "a string",
-        list: "an array",
-        dict: "an object",
-        float: "a number",
-    }.get(cls, "`null`" if obj is None else cls.__name__)
-
-
 def _mismatch(where: str, expected: CedarType, obj: Any) -> ConformError:
-    return ConformError(f"{where}: expected a value of type `{expected}`, got {_type_name(obj)}")
+    return ConformError(f"{where}: expected a value of type `{expected}`, got {json_kind(obj)}")
 
 
 def check_enum(uid: EntityUID, schema: Schema, where: str) -> None:
@@ -141,7 +129,7 @@ def _decode_extension(obj: Any, name: str, where: str) -> Any:
         elif obj.__class__ is dict and "fn" in obj and ("arg" in obj or "args" in obj):
             value = value_from_json({"__extn": obj}, where)
         else:
-            raise ConformError(f"{where}: expected a value of type `{name}`, got {_type_name(obj)}")
+            raise ConformError(f"{where}: expected a value of type `{name}`, got {json_kind(obj)}")
     except EvaluationError as err:
         raise ConformError(f"{where}: {err.message}") from None
     except JSONValueError as err:

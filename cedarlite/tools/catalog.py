@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, TypeVar
 
-from ..entities import Entities, Entity
+from ..entities import Entities, Entity, preview
 from ..errors import CedarliteError
 from ..values import EntityUID, Record
 from .names import _identity, js_trim, norm, trim_lower
@@ -467,7 +467,7 @@ def tool_list(tools: Any) -> list[Mapping[str, Any]]:
     items = list(tools)
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
-            raise ToolsError(f"tools[{i}]: expected a tool object, got `{_preview(item)}`")
+            raise ToolsError(f"tools[{i}]: expected a tool object, got `{preview(item)}`")
     return items
 
 
@@ -495,11 +495,6 @@ def _fingerprint(tools: Sequence[ToolInfo]) -> str:
     data = [dict(t.raw) if t.raw else {"name": t.name} for t in tools]
     text = json.dumps(data, sort_keys=True, default=repr, ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _preview(value: Any) -> str:
-    text = json.dumps(value, default=repr)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from cachetools import LRUCache
+
 from ..ast import RESERVED
-from ..entities import Entity
+from ..entities import Entity, json_kind
 from ..errors import CedarliteError
 from ..ext.decimal import Decimal
 from ..schema.model import ActionDef, AppliesTo, EntityTypeDef, Schema
@@ -336,9 +339,8 @@ def _decimal(value: Any, path: str, tool: str) -> Decimal:
 
 
 def _wrong(path: str, tool: str, expected: str, value: Any) -> ToolArgumentError:
-    kinds = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "an array", dict: "an object", type(None): "null"}  # fmt: skip
-    got = kinds.get(type(value), type(value).__name__)
+    # JSON schemas tell integers from numbers, so the message does too.
+    got = "an integer" if type(value) is int else json_kind(value)
     return ToolArgumentError(f"{_where(path, tool)}: expected {expected}, got {got}", path)
 
 
@@ -392,16 +394,16 @@ def call_entity(catalog: ToolCatalog, tool: ToolInfo, arguments: Record, call_id
     return Entity(uid, arguments, frozenset({tool.resource}))
 
 
-_CALL_TYPES: dict[str, CallTypes] = {}
+_CALL_TYPES: LRUCache[str, CallTypes] = LRUCache(maxsize=256)
+_CALL_TYPES_LOCK = threading.Lock()
 
 
 def call_types(catalog: ToolCatalog) -> CallTypes:
-    """The (cached) call resource types of a catalog."""
-    found = _CALL_TYPES.get(catalog.fingerprint)
-    if found is None or found.catalog is not catalog:
-        found = _CALL_TYPES[catalog.fingerprint] = CallTypes(catalog)
-        if len(_CALL_TYPES) > 256:
-            _CALL_TYPES.pop(next(iter(_CALL_TYPES)))
+    """The (cached, thread-safe) call resource types of a catalog."""
+    with _CALL_TYPES_LOCK:
+        found = _CALL_TYPES.get(catalog.fingerprint)
+        if found is None or found.catalog is not catalog:
+            found = _CALL_TYPES[catalog.fingerprint] = CallTypes(catalog)
     return found
 
 
