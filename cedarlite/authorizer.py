@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from .ast import Effect, Policy
+from .ast import Effect, Policy, is_valid_type_name
 from .entities import Entities, JSONValueError, uid_from_json, value_from_json
 from .errors import CedarliteError, EvaluationError, RequestError
 from .evaluator import Evaluator, Request
@@ -102,17 +102,19 @@ def evaluate_policies(policies: Iterable[Policy], request: Request, entities: En
 
 
 def _uid(value: Any, field: str) -> EntityUID:
-    if value.__class__ is EntityUID:
+    cls = value.__class__
+    if cls is EntityUID:
         return value
+    if cls is dict and len(value) == 2:  # the common `{"type", "id"}`, checked inline
+        type_name, id_ = value.get("type"), value.get("id")
+        if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
+            return EntityUID(type_name, id_)
     if isinstance(value, str):
         try:
             return parse_entity_uid(value)
         except CedarliteError as err:
             raise RequestError(f"request {field}: {err.message}") from None
-    try:
-        return uid_from_json(value, f"request {field}", RequestError)
-    except RequestError:
-        raise
+    return uid_from_json(value, f"request {field}", RequestError)
 
 
 def make_request(
