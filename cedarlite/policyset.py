@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -83,7 +82,9 @@ class PolicySet:
         ``strict=True`` rejects cedarlite's dialect extras (``startsWith``/``endsWith``).
         Raises :class:`~cedarlite.ParseError`.
         """
-        ps = cls(_parse_memo(text, source, strict), source=source)
+        from ._shapes import parse_fast
+
+        ps = cls(parse_fast(text, source, strict=strict), source=source)
         ps._cache["text"] = text
         return ps
 
@@ -239,14 +240,6 @@ class PolicySet:
         from .printer import print_policies
 
         return print_policies(p for p in self._policies if p.template_id is None)
-
-
-@functools.lru_cache(maxsize=64)
-def _parse_memo(text: str, source: str | None, strict: bool) -> tuple[Policy, ...]:
-    """Parsed policies by text (they are immutable: the same text yields the same objects)."""
-    from ._shapes import parse_fast
-
-    return tuple(parse_fast(text, source, strict=strict))
 
 
 def _as_uid(value: Any, slot: str) -> EntityUID:

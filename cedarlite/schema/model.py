@@ -234,16 +234,15 @@ class Schema:
 
     @classmethod
     def from_str(cls, text: str, source: str | None = None) -> Schema:
-        """Parse and check a schema in the human-readable ``.cedarschema`` format.
-
-        Schemas are immutable, so parsing the same text again returns the same object (a small
-        LRU memo keyed by text and source name).
-        """
+        """Parse and check a schema in the human-readable ``.cedarschema`` format."""
         if not isinstance(text, str):
             raise SchemaError(
                 f"schema text must be a string, not {type(text).__name__}", source=source
             )
-        return _parse_human_memo(text, source)
+        from ._human import parse_cedarschema
+
+        site = ErrorSite(text, source)
+        return site.guard(lambda: build_schema(parse_cedarschema(text, site), site))
 
     @classmethod
     def from_json(cls, obj: Any, source: str | None = None) -> Schema:
@@ -318,16 +317,6 @@ class Schema:
             for principal in action.applies_to.principal_types
             for resource in action.applies_to.resource_types
         )
-
-
-def _parse_human(text: str, source: str | None) -> Schema:
-    from ._human import parse_cedarschema
-
-    site = ErrorSite(text, source)
-    return site.guard(lambda: build_schema(parse_cedarschema(text, site), site))
-
-
-_parse_human_memo = functools.lru_cache(maxsize=64)(_parse_human)
 
 
 # ---------------------------------------------------------------------------------------------
