@@ -160,6 +160,8 @@ class CompiledPolicySet:
                     errors.append(
                         PolicyError(ids[i], "expression is nested too deeply to evaluate")
                     )
+        # INVARIANT: this is authorizer.decide (deny-overrides) on bitsets; reasons come out
+        # in policy order either way, and the property tests hold the two equal.
         forbids = satisfied & self.forbid_mask
         if forbids:
             return Response(Decision.DENY, self._ids(forbids), tuple(errors))

@@ -444,15 +444,10 @@ def _per_agent(
 
 def _profile_variants(g: Any, agents: Mapping[str, AgentTools]) -> list[Variant]:
     def build(tools: AgentTools | None) -> tuple[StepPolicy | None, Any, Any]:
-        profile = tools.profile if tools is not None and tools.profile is not None else None
-        if profile is None:
-            profile = g.profile if g else None
-        also = tools.also_allow if tools is not None and tools.also_allow is not None else None
-        if also is None:
-            also = g.also_allow if g else None
-        base = _profile_list(profile)
-        allow = widen(base, also)
-        return (StepPolicy(allow) if allow is not None else None), profile, base
+        return _profile_step(
+            _first_set(tools and tools.profile, g and g.profile),
+            _first_set(tools and tools.also_allow, g and g.also_allow),
+        )
 
     return _per_agent(1, agents, build)
 
@@ -460,12 +455,22 @@ def _profile_variants(g: Any, agents: Mapping[str, AgentTools]) -> list[Variant]
 def _provider_profile(
     agent_entry: ProviderEntry | None, global_entry: ProviderEntry | None
 ) -> tuple[StepPolicy | None, Any, Any]:
-    profile = agent_entry.profile if agent_entry is not None else None
-    if profile is None and global_entry is not None:
-        profile = global_entry.profile
-    also = agent_entry.also_allow if agent_entry is not None else None
-    if also is None and global_entry is not None:
-        also = global_entry.also_allow
+    return _profile_step(
+        _first_set(agent_entry and agent_entry.profile, global_entry and global_entry.profile),
+        _first_set(
+            agent_entry and agent_entry.also_allow, global_entry and global_entry.also_allow
+        ),
+    )
+
+
+def _first_set(agent_value: Any, global_value: Any) -> Any:
+    """The agent-level value when it is set (not ``None``), else the global one (spec §5.3)."""
+    return agent_value if agent_value is not None else global_value
+
+
+def _profile_step(profile: Any, also: Any) -> tuple[StepPolicy | None, Any, Any]:
+    """A profile step: the profile's list widened by ``alsoAllow`` (spec §5.3), the profile
+    name, and the unwidened list."""
     base = _profile_list(profile)
     allow = widen(base, also)
     return (StepPolicy(allow) if allow is not None else None), profile, base
