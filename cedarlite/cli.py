@@ -12,15 +12,17 @@ cedarlite tools explain scenario.json --tool exec
 cedarlite tools check scenario.json --rules policies/exec-commands.cedar
 ```
 
-Exit codes (as Cedar's CLI): 0 success / ALLOW, 1 failure (bad input: the message names the
-file, line and column), 2 DENY (and an empty tool allowlist), 3 validation failure (and
-unmet expectations in ``tools check``).
+Exit codes (as Cedar's CLI): 0 success / ALLOW, 1 failure (bad input or a usage error: the
+message names the file, line and column), 2 DENY (and an empty tool allowlist), 3 validation
+failure (and unmet expectations in ``tools check``). A closed output pipe (``| head``) ends the
+command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -30,7 +32,7 @@ from typing import Any
 from . import __version__
 from .authorizer import is_authorized
 from .entities import Entities, load_json
-from .errors import CedarliteError
+from .errors import CedarliteError, RequestError
 from .policyset import PolicySet
 
 EXIT_OK, EXIT_FAILURE, EXIT_DENY, EXIT_INVALID = 0, 1, 2, 3
@@ -38,6 +40,21 @@ EXIT_OK, EXIT_FAILURE, EXIT_DENY, EXIT_INVALID = 0, 1, 2, 3
 
 class _Failure(Exception):
     """A user-facing failure with its message already rendered."""
+
+
+class _UsageError(Exception):
+    """A command line argparse rejected (exit 1, not argparse's 2: 2 means DENY here)."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        raise _UsageError(f"{self.prog}: error: {message}")
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 policy``, ``2 policies``: ``count`` and the word in the right number."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
 def _read(path: str, what: str) -> str:
@@ -99,13 +116,22 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
     if missing:
         raise _Failure(f"error: give --request-json, or all of {', '.join(missing)}")
     request: dict[str, Any] = {
-        "principal": args.principal,
-        "action": args.action,
-        "resource": args.resource,
+        name: _uid_flag(getattr(args, name), f"--{name}")
+        for name in ("principal", "action", "resource")
     }
     if args.context:
         request["context"] = _json_file(args.context, "context")
     return request
+
+
+def _uid_flag(value: str, flag: str) -> Any:
+    """An entity uid given on the command line; an error names the flag and marks the text."""
+    from .parser import parse_entity_uid
+
+    try:
+        return parse_entity_uid(value)
+    except CedarliteError as err:
+        raise RequestError(err.message, span=err.span, text=value, source=flag) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,10 +181,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if result.passed:
         print(
             f"{args.policies}: validation passed"
-            + (f" ({len(result.warnings)} warnings)" if result.warnings else "")
+            + (f" ({plural(len(result.warnings), 'warning')})" if result.warnings else "")
         )
         return EXIT_OK
-    print(f"{args.policies}: validation failed: {len(result.errors)} errors")
+    print(f"{args.policies}: validation failed: {plural(len(result.errors), 'error')}")
     return EXIT_INVALID
 
 
@@ -168,7 +194,7 @@ def cmd_check_parse(args: argparse.Namespace) -> int:
     schema = _schema(args)
     if args.entities:
         Entities.from_json(_read(args.entities, "entities"), schema=schema, source=args.entities)
-    print(f"{args.policies}: {len(ps)} policies parse")
+    print(f"{args.policies}: {plural(len(ps), 'policy', 'policies')} parse")
     return EXIT_OK
 
 
@@ -298,7 +324,7 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _ArgumentParser(
         prog="cedarlite", description="Cedar-compatible policy engine for AI agents' tool calls."
     )
     parser.add_argument("--version", action="version", version=f"cedarlite {__version__}")
@@ -388,17 +414,35 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (never raises on bad input)."""
     parser = _parser()
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         return int(args.run(args))
+    except _UsageError as err:
+        print(err, file=sys.stderr)
+        return EXIT_FAILURE
+    except SystemExit as done:  # --help, --version
+        return done.code if isinstance(done.code, int) else EXIT_FAILURE
     except _Failure as err:
         print(err, file=sys.stderr)
         return EXIT_FAILURE
     except CedarliteError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_FAILURE
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_FAILURE
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+
+
+def _silence_stdout() -> None:
+    """The reader of our output went away (``| head``): point stdout at /dev/null so that the
+    interpreter's final flush does not raise again (the recipe of Python's signal docs)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
