@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .authorizer import is_authorized
+from .authorizer import Response, is_authorized
 from .entities import Entities, load_json
 from .errors import CedarliteError, RequestError
 from .policyset import PolicySet
@@ -134,6 +134,16 @@ def _uid_flag(value: str, flag: str) -> Any:
         raise RequestError(err.message, span=err.span, text=value, source=flag) from None
 
 
+def _labelled(resp: Response, policies: PolicySet) -> Response:
+    """The response with policies named by ``@id`` (Cedar's CLI names them so), not position."""
+    label = policies.label
+    return Response(
+        resp.decision,
+        tuple(label(r) for r in resp.reasons),
+        tuple(replace(e, policy_id=label(e.policy_id)) for e in resp.errors),
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Commands
 
@@ -148,8 +158,11 @@ def cmd_authorize(args: argparse.Namespace) -> int:
         else Entities.from_json([], schema=schema)
     )
     request = _request(args)
-    resp = is_authorized(
-        request, policies, entities, schema=schema, validate=not args.no_request_validation
+    resp = _labelled(
+        is_authorized(
+            request, policies, entities, schema=schema, validate=not args.no_request_validation
+        ),
+        policies,
     )
     if args.json:
         print(json.dumps(resp.to_json(), indent=2))

@@ -300,9 +300,9 @@ class ToolPolicy:
         self.catalog = tools if isinstance(tools, ToolCatalog) else ToolCatalog.from_tools(tools)
         self.policies: ToolPolicySet = compile_config(self.config, self.catalog)
         self.entities: Entities = self.catalog.entities
-        self._merged: dict[Any, tuple[Any, PolicySet, dict[str, str]]] = {}
+        self._merged: dict[Any, tuple[Any, PolicySet, Mapping[str, str]]] = {}
         self._applies: dict[int, Any] = {}
-        self._labels = _labels(self.policies)
+        self._labels = self.policies.labels
         self._targets = [(t, t.action, t.resource) for t in self.catalog.tools if t.registered]
 
     def __repr__(self) -> str:
@@ -487,7 +487,7 @@ class ToolPolicy:
         allowed = {d.tool.index for d in self.decide(run) if d.allowed}
         return next((t for t in candidates if t.index in allowed), candidates[0])
 
-    def _with_rules(self, rules: PolicySet | str | None) -> tuple[PolicySet, dict[str, str]]:
+    def _with_rules(self, rules: PolicySet | str | None) -> tuple[PolicySet, Mapping[str, str]]:
         """The compiled policies plus argument ``rules``, and each policy's ``@id`` label."""
         if rules is None:
             return self.policies, self._labels
@@ -504,7 +504,7 @@ class ToolPolicy:
             for i, p in enumerate(extra.active)
         ]
         merged = PolicySet([*self.policies, *renamed])
-        labels = _labels(merged)
+        labels = merged.labels
         if len(self._merged) > 16:
             self._merged.clear()
         self._merged[key] = (rules, merged, labels)
@@ -523,11 +523,6 @@ class CallDecision:
 
     def __bool__(self) -> bool:
         return self.allowed
-
-
-def _labels(policies: PolicySet) -> dict[str, str]:
-    """Each policy's ``@id`` annotation (its id when it has none), by policy id."""
-    return {p.id: p.annotations.get("id", p.id) for p in policies}
 
 
 def _same_name(a: Any, b: Any) -> bool:
