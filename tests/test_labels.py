@@ -58,3 +58,30 @@ def test_the_cli_reports_reasons_and_errors_by_id_annotation(tmp_path, capsys) -
     diagnostics = json.loads(capsys.readouterr().out)["diagnostics"]
     assert diagnostics["reason"] == ["read-own"]
     assert [e["policyId"] for e in diagnostics["errors"]] == ["no-secrets", "policy2"]
+
+
+def test_removal_labels_name_the_configuration_that_decided() -> None:
+    from cedarlite.tools import explain, resolve_tools
+
+    config = {
+        "tools": {
+            "deny": ["cron"],
+            "byProvider": {"openai/gpt-5": {"deny": ["browser"]}},
+            "subagents": {"tools": {"deny": ["read"]}},
+        },
+        "agents": {"list": [{"id": "coder", "tools": {"deny": ["canvas"]}}]},
+    }
+    tools = [{"name": n} for n in ("read", "cron", "browser", "canvas", "gateway", "exec")]
+    context = {"agentId": "coder", "provider": "openai", "model": "gpt-5", "senderIsOwner": True}
+    res = resolve_tools(config, tools, {**context, "subagentDepth": 1})
+    assert res.removed == {
+        "read": "tools.subagents.tools.deny",
+        "cron": "tools.deny",
+        "browser": 'tools.byProvider["openai/gpt-5"].deny',
+        "canvas": "agents.coder.tools.deny",
+        "gateway": "tools.subagents.tools.deny (default)",
+    }
+    text = str(explain(config, "cron", context, tools))
+    assert text.startswith("cron: removed by tools.deny\n")
+    assert "  tools.allow: removed by tools.deny; deny entry `cron` matches\n" in text
+    assert "allowed by" not in text

@@ -29,7 +29,7 @@ def test_commented_results_hold(monkeypatch):
         "resp.allowed": True,
         "resp.reasons": ("policy0",),
         "res.allowed": ["read", "exec", "github__create_issue"],
-        "res.removed": {"browser": "tools.profile", "cron": "agents.coder.tools.allow"},
+        "res.removed": {"browser": "tools.profile", "cron": "agents.coder.tools.deny"},
     }
     for expr, expected in checks.items():
         assert eval(expr, namespace) == expected, expr

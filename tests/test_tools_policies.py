@@ -129,9 +129,7 @@ def test_the_tool_policy_still_applies_to_calls() -> None:
     )
     in_group = {"channel": "discord", "groupId": "g"}
     assert policy.authorize_call(in_group, "exec", {"command": "ls"}, rules=RULES).policies == (
-        "group tools.allow[discord,*]/deny",
+        'channels.discord.groups["*"].tools.deny',
     )
     assert policy.authorize_call({}, "exec", {"command": "ls"}, rules=RULES)
-    assert policy.authorize_call({}, "browser", {}, rules=RULES).policies == (
-        "tools.profile/allow",
-    )
+    assert policy.authorize_call({}, "browser", {}, rules=RULES).policies == ("tools.profile",)

@@ -234,7 +234,8 @@ class StepTrace:
 
     ``verdict`` is ``"removed"``, ``"kept"`` or ``"skipped"`` (the layer has no policy for this
     run). ``allow_matches``/``deny_matches`` are the configured entries that match the tool;
-    ``policies`` the ``@id`` of the layer's Cedar policies, ``fired`` those that were satisfied.
+    ``policies`` the ``@id`` of the layer's Cedar policies, ``fired`` those that were satisfied;
+    ``removed_as`` the configuration path that removed the tool (``tools.deny``).
     """
 
     label: str
@@ -243,18 +244,18 @@ class StepTrace:
     deny_matches: tuple[Any, ...] = ()
     policies: tuple[str, ...] = ()
     fired: tuple[str, ...] = ()
+    removed_as: str | None = None
 
     def __str__(self) -> str:
-        parts = [f"{self.label}: {self.verdict}"]
-        if self.verdict == "removed" and self.policies and not self.deny_matches:
-            parts.append("not in the allowlist" if not self.allow_matches else "")
-        if self.allow_matches:
-            parts.append(f"allowed by {_show(self.allow_matches)}")
+        head = f"{self.label}: {self.verdict}"
+        parts = [f"{head} by {self.removed_as}" if self.removed_as else head]
         if self.deny_matches:
-            parts.append(f"denied by {_show(self.deny_matches)}")
-        if self.fired:
-            parts.append(f"policies {_show(self.fired)}")
-        return "; ".join(p for p in parts if p)
+            parts.append(f"deny {_matching(self.deny_matches)}")
+        if self.allow_matches:
+            parts.append(f"allow {_matching(self.allow_matches)}")
+        elif self.verdict == "removed" and not self.deny_matches and self.policies:
+            parts.append("no allow entry matches")
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -271,8 +272,10 @@ class Explanation:
         return "\n".join([head, *(f"  {s}" for s in self.steps)])
 
 
-def _show(items: Iterable[Any]) -> str:
-    return ", ".join(str(i) for i in items)
+def _matching(entries: Sequence[Any]) -> str:
+    """``entry `cron` matches`` / ``entries `a`, `b` match``."""
+    shown = ", ".join(f"`{e}`" for e in entries)
+    return f"entry {shown} matches" if len(entries) == 1 else f"entries {shown} match"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,7 +419,8 @@ class ToolPolicy:
                 out.append(StepTrace(STEP_LABELS[number].format(agent=run.agent), "skipped"))
                 continue
             step = steps[0]
-            fired = tuple(ids[p] for p in step.policy_ids if p in reasons)
+            fired = [p for p in step.policy_ids if p in reasons]
+            decided = min((plan.layers[p] for p in fired), default=None)
             out.append(
                 StepTrace(
                     step.variant.display_label,
@@ -424,7 +428,8 @@ class ToolPolicy:
                     tuple(e for e, expr in step.allow_entries if ev.evaluate(expr) is True),
                     tuple(e for e, expr in step.deny_entries if ev.evaluate(expr) is True),
                     tuple(ids[p] for p in step.policy_ids),
-                    fired,
+                    tuple(ids[p] for p in fired),
+                    decided[1] if decided else None,
                 )
             )
         out.append(
