@@ -53,7 +53,15 @@ from .compile import (
     ToolPolicySet,
     compile_config,
 )
-from .config import ToolsConfig, js_truthy, load_config
+from .config import ConfigIssue, ToolsConfig, js_truthy, read_config
+from .lint import (
+    as_object,
+    configured_agents,
+    context_issues,
+    errors_of,
+    lint_config,
+    raise_errors,
+)
 from .names import js_trim, norm, norm_agent_id, trim_lower
 from .params import ToolArgumentError, call_arguments, call_entity
 
@@ -213,7 +221,8 @@ class ToolResolution:
     ``allowed``: names exactly as given, in input order. ``removed``: each other tool name →
     the label of the earliest layer (pipeline order) whose policy removed it. ``warnings``: the
     diagnostics of spec §10 and the registration diagnostics of §6.2. ``error``: the guard
-    message of §9 when it applies (:func:`resolve_tools` raises it).
+    message of §9 when it applies (:func:`resolve_tools` raises it). ``findings``: the lint
+    findings of the configuration and the run context (:func:`~cedarlite.tools.lint_config`).
     """
 
     allowed: list[Any]
@@ -222,6 +231,7 @@ class ToolResolution:
     error: str | None = None
     context: RunContext = field(default_factory=RunContext)
     decisions: tuple[ToolDecision, ...] = ()
+    findings: tuple[ConfigIssue, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The output of spec §4.4: ``{"allowed": [...]}`` or ``{"error": "..."}``."""
@@ -287,8 +297,15 @@ class ToolPolicy:
 
     ``config`` is the JSON configuration (spec §4.1); ``tools`` the run's tool list (spec §4.2)
     or a :class:`ToolCatalog`; ``engine`` the cedarlite engine (``"compiled"`` or
-    ``"reference"``, which agree). ``issues`` lists the configuration values the spec reads as
-    not set.
+    ``"reference"``, which agree).
+
+    ``findings`` are the configuration's lint findings against this catalog
+    (:func:`~cedarlite.tools.lint_config`), split into ``errors`` and ``warnings``. With
+    ``strict=True`` (what a guard in front of calls wants) an error raises
+    :class:`~cedarlite.tools.ConfigError` here, and every run context is checked by
+    :meth:`check_context` before it is used; warnings (list entries that match nothing in
+    this catalog: a plugin may be absent) are never raised. ``strict=False`` reads everything
+    as OpenClaw does.
     """
 
     def __init__(
@@ -296,11 +313,18 @@ class ToolPolicy:
         config: Mapping[str, Any] | str | None,
         tools: Iterable[Mapping[str, Any]] | ToolCatalog,
         *,
+        strict: bool = False,
         engine: str = ENGINE,
     ) -> None:
         self.engine = engine
-        self.config, self.issues = load_config(config)
+        self.strict = strict
+        raw = as_object(config)
+        self.config = read_config(raw)
         self.catalog = tools if isinstance(tools, ToolCatalog) else ToolCatalog.from_tools(tools)
+        self.findings: tuple[ConfigIssue, ...] = lint_config(raw, self.catalog)
+        if strict:
+            raise_errors(self.findings)
+        self._agents = configured_agents(raw)
         self.policies: ToolPolicySet = compile_config(self.config, self.catalog)
         self.entities: Entities = self.catalog.entities
         self._merged: dict[Any, tuple[Any, PolicySet, Mapping[str, str]]] = {}
@@ -310,6 +334,33 @@ class ToolPolicy:
 
     def __repr__(self) -> str:
         return f"<ToolPolicy: {len(self.policies)} policies, {len(self.catalog)} tools>"
+
+    @property
+    def errors(self) -> tuple[ConfigIssue, ...]:
+        """The error findings of the configuration (a strict policy has none)."""
+        return tuple(errors_of(self.findings))
+
+    @property
+    def warnings(self) -> tuple[ConfigIssue, ...]:
+        """The warning findings: list entries that match nothing in this catalog."""
+        return tuple(f for f in self.findings if f.severity == "warning")
+
+    @property
+    def issues(self) -> tuple[ConfigIssue, ...]:
+        """The error findings (the name :func:`~cedarlite.tools.load_config` uses)."""
+        return self.errors
+
+    def check_context(self, context: Mapping[str, Any] | None) -> None:
+        """For a strict policy, raise :class:`~cedarlite.tools.ConfigError` for a run context
+        with unknown keys (``agentID``), values of the wrong type (``"sandboxed": "true"``) or
+        an agent id the configuration does not list, each with a did-you-mean. A lenient
+        policy accepts any context (the spec reads what it can)."""
+        if self.strict:
+            raise_errors(context_issues(context, self._agents), "run context")
+
+    def context_findings(self, context: Mapping[str, Any] | None) -> tuple[ConfigIssue, ...]:
+        """The findings :meth:`check_context` would raise, for any policy."""
+        return tuple(context_issues(context, self._agents))
 
     def to_cedar(self) -> str:
         """The Cedar text of the compiled policies."""
@@ -355,7 +406,11 @@ class ToolPolicy:
 
     @guard_depth
     def resolve(self, context: Mapping[str, Any] | None) -> ToolResolution:
-        """The tools offered to the model for a run (spec §4.4); never raises the guard."""
+        """The tools offered to the model for a run (spec §4.4); never raises the guard.
+
+        The resolution's ``findings`` are the configuration's and the context's lint findings.
+        """
+        self.check_context(context)
         run = RunContext.of(context, self.config)
         decisions = self.decide(run)
         allowed = [d.tool.name for d in decisions if d.allowed]
@@ -369,7 +424,8 @@ class ToolPolicy:
         warnings = self._registration_notes(decisions) + _unknown_entry_warnings(steps, decisions)
         _emit(warnings)
         error = _guard(steps, decisions, run)
-        return ToolResolution(allowed, removed, warnings, error, run, decisions)
+        findings = self.findings + self.context_findings(context)
+        return ToolResolution(allowed, removed, warnings, error, run, decisions, findings)
 
     @staticmethod
     def _registration_notes(decisions: Sequence[ToolDecision]) -> list[str]:
@@ -385,6 +441,7 @@ class ToolPolicy:
     @guard_depth
     def explain(self, tool: Any, context: Mapping[str, Any] | None) -> Explanation:
         """The step-by-step trace of one tool (a name of the catalog, exactly as given)."""
+        self.check_context(context)
         run = RunContext.of(context, self.config)
         info = tool if isinstance(tool, ToolInfo) else self.catalog.find(tool)
         if info is None:
@@ -466,8 +523,10 @@ class ToolPolicy:
         attributes of the call's resource (``resource.command``) and ``context.input``.
         Fails closed: a policy that cannot be evaluated denies the call. Raises
         :class:`~cedarlite.tools.params.ToolArgumentError` for an unknown tool or arguments
-        that do not conform.
+        that do not conform (and, for a strict policy, :class:`~cedarlite.tools.ConfigError`
+        for a run context :meth:`check_context` refuses).
         """
+        self.check_context(context)
         run = RunContext.of(context, self.config)
         info = self._called(tool, run)
         arguments = call_arguments(info, params)
