@@ -233,7 +233,7 @@ def test_tools_check_fails_on_unmet_expectations(tmp_path, capsys):
         "--rules",
         str(ROOT / "policies" / "exec-commands.cedar"),
     )
-    assert code == 3 and "expected ALLOW" in out and "0/1 calls" in out
+    assert code == 3 and "expected ALLOW" in out and "0/1 call decided" in out
 
 
 def test_python_dash_m_entry_point():

@@ -101,6 +101,16 @@ class ConfigIssue:
             rendered = rendered.replace(": error[", ": warning[", 1)
         return rendered
 
+    def to_json(self) -> dict[str, Any]:
+        """``{"path", "severity", "code", "message", "help"}``."""
+        return {
+            "path": self.path,
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "help": self.help,
+        }
+
     def __str__(self) -> str:
         hint = f" ({self.help})" if self.help else ""
         return f"`{self.path}`: {self.message}{hint}"

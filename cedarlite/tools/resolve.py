@@ -15,21 +15,25 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from cachetools import LRUCache
 
+from ..ast import Effect, Policy
 from ..authorizer import Decision, Response, is_authorized
 from ..compiler import is_authorized_batch
 from ..compiler.codegen import compile_predicate
 from ..entities import Entities
-from ..errors import CedarliteError
+from ..errors import CedarliteError, ValidationError
 from ..evaluator import Evaluator, Request
 from ..policyset import PolicySet
+from ..schema.model import Schema
+from ..schema.validator import ValidationIssue, ValidationResult, Validator
 from ..values import I64_MAX, I64_MIN, EntityUID, Record
 from .catalog import (
     CORE_GROUPS,
@@ -58,12 +62,13 @@ from .lint import (
     as_object,
     configured_agents,
     context_issues,
+    did_you_mean,
     errors_of,
     lint_config,
     raise_errors,
 )
 from .names import js_trim, norm, norm_agent_id, trim_lower
-from .params import ToolArgumentError, call_arguments, call_entity
+from .params import ToolArgumentError, call_arguments, call_entity, cedar_schema
 
 #: The engine every tool decision uses: cedarlite's compiled decision index (the reference
 #: interpreter, ``"reference"``, gives the same answers).
@@ -517,7 +522,8 @@ class ToolPolicy:
         call_id: str = "call",
     ) -> CallDecision:
         """May this call run? The tool must be offered to the run, and ``rules`` (argument
-        policies such as ``policies/exec-commands.cedar``) must not forbid it.
+        policies such as ``policies/exec-commands.cedar``; best loaded once with
+        :meth:`load_rules`, else validated on first use) must not forbid it.
 
         The arguments are checked against the tool's parameter schema and become the
         attributes of the call's resource (``resource.command``) and ``context.input``.
@@ -545,14 +551,100 @@ class ToolPolicy:
     def _called(self, tool: Any, run: RunContext) -> ToolInfo:
         candidates = [t for t in self.catalog.registered if _same_name(t.name, tool)]
         if not candidates:
-            raise ToolArgumentError(f"unknown tool `{tool}`")
+            names = [t.name for t in self.catalog.registered if isinstance(t.name, str)]
+            raise ToolArgumentError(f"unknown tool `{tool}`", help=did_you_mean(tool, names))
         if len(candidates) == 1:
             return candidates[0]
         allowed = {d.tool.index for d in self.decide(run) if d.allowed}
         return next((t for t in candidates if t.index in allowed), candidates[0])
 
+    # -- argument rules ----------------------------------------------------------------------
+
+    @cached_property
+    def schema(self) -> Schema:
+        """The Cedar schema of this catalog's calls (:func:`~cedarlite.tools.cedar_schema`)."""
+        return cedar_schema(self.catalog)
+
+    @cached_property
+    def _validator(self) -> Validator:
+        return Validator(self.schema)
+
+    def load_rules(
+        self,
+        rules: PolicySet | str | Sequence[str | os.PathLike[str]] | os.PathLike[str],
+        *,
+        validate: bool = True,
+    ) -> PolicySet:
+        """Argument rules for :meth:`authorize_call`, checked against this catalog's schema.
+
+        ``rules`` is a :class:`~cedarlite.PolicySet`, Cedar text, or ``.cedar`` paths (several
+        files are merged: each keeps its policies' ids, prefixed with the file's path). Each
+        file is validated with :meth:`validate_rules`; any error raises
+        :class:`~cedarlite.ValidationError` whose ``str()`` renders every issue with
+        ``file:line:column`` and a caret (Cedar skips a policy that errors at run time, so a
+        forbid naming a missing attribute would otherwise never fire). ``validate=False``
+        skips the check. The result can be passed as ``authorize_call(..., rules=...)``.
+        """
+        if isinstance(rules, PolicySet):
+            sets = [rules]
+        elif isinstance(rules, str):
+            sets = [PolicySet.from_str(rules, "<rules>")]
+        else:
+            paths = [rules] if isinstance(rules, os.PathLike) else list(rules)
+            sets = [PolicySet.from_file(path) for path in paths]
+        if validate:
+            issues = [i for ps in sets for i in self.validate_rules(ps).errors]
+            if issues:
+                raise RulesError(issues)
+        if len(sets) == 1:
+            policies: list[Policy] = list(sets[0])
+            source = sets[0].source
+        else:
+            policies = [replace(p, id=f"{ps.source}:{p.id}") for ps in sets for p in ps]
+            source = None
+        return RuleSet(policies, source, self.catalog.fingerprint if validate else _UNCHECKED)
+
+    def validate_rules(self, rules: PolicySet | str) -> ValidationResult:
+        """Cedar's strict validation of argument rules against :attr:`schema`, for a guard.
+
+        Two findings change severity: a rule that applies to no tool of this catalog (its
+        actions are tools the run does not have) is a warning, not an error (it can never
+        apply, and never needs to); a *forbid* that is impossible (false for every call the
+        schema allows, e.g. ``resource has comand && ...``) is an error, not a warning: it
+        guards nothing.
+        """
+        ps = rules if isinstance(rules, PolicySet) else PolicySet.from_str(rules, "<rules>")
+        result = self._validator.validate(ps)
+        absent = {p.id for p in ps if self._applies_to_no_tool(p)}
+        errors: list[ValidationIssue] = []
+        warnings: list[ValidationIssue] = []
+        for issue in (*result.errors, *result.warnings):
+            policy = ps.get(issue.policy_id)
+            if issue.policy_id in absent and issue.code in _NO_TOOL_CODES:
+                if issue.code == "invalid-action-application":
+                    warnings.append(
+                        replace(issue, code="no-tool-in-run", severity="warning",
+                                message="this rule applies to no tool of this run")
+                    )  # fmt: skip
+            elif issue.code == "impossible-policy" and policy and policy.effect is Effect.FORBID:
+                errors.append(
+                    replace(issue, severity="error", message="this forbid can never apply: it is "
+                            "false for every call the schema allows", help=_IMPOSSIBLE_HELP)
+                )  # fmt: skip
+            else:
+                (errors if issue.severity == "error" else warnings).append(issue)
+        return ValidationResult(tuple(errors), tuple(warnings))
+
+    def _applies_to_no_tool(self, policy: Policy) -> bool:
+        """The rule's action scope names only actions that apply to nothing in this catalog."""
+        actions = self._validator.scope_actions(policy.action)
+        return bool(actions) and all(self.schema.actions[a].applies_to is None for a in actions)
+
     def _with_rules(self, rules: PolicySet | str | None) -> tuple[PolicySet, Mapping[str, str]]:
-        """The compiled policies plus argument ``rules``, and each policy's ``@id`` label."""
+        """The compiled policies plus argument ``rules``, and each policy's ``@id`` label.
+
+        Rules not loaded by :meth:`load_rules` for this catalog are validated first (once).
+        """
         if rules is None:
             return self.policies, self._labels
         key = rules if isinstance(rules, str) else id(rules)
@@ -560,7 +652,11 @@ class ToolPolicy:
         # Text is its own key; a PolicySet is keyed by identity (checked: ids are reused).
         if cached is not None and (isinstance(rules, str) or cached[0] is rules):
             return cached[1], cached[2]
-        extra = PolicySet.from_str(rules, "<rules>") if isinstance(rules, str) else rules
+        extra: PolicySet
+        if isinstance(rules, RuleSet) and rules.checked in (self.catalog.fingerprint, _UNCHECKED):
+            extra = rules
+        else:
+            extra = self.load_rules(rules)
         renamed = [
             replace(
                 p, id=f"rule{i}", annotations={"id": p.annotations.get("id", p.id), **p.annotations}
@@ -573,6 +669,38 @@ class ToolPolicy:
             self._merged.clear()
         self._merged[key] = (rules, merged, labels)
         return merged, labels
+
+
+_UNCHECKED = "<not validated>"
+_NO_TOOL_CODES = ("invalid-action-application", "impossible-policy")
+_IMPOSSIBLE_HELP = (
+    "check attribute names and types against the catalog's schema (`cedarlite tools schema`)"
+)
+
+
+class RuleSet(PolicySet):
+    """Argument rules loaded by :meth:`ToolPolicy.load_rules`: a :class:`~cedarlite.PolicySet`
+    that remembers the catalog it was validated against (``checked``)."""
+
+    __slots__ = ("checked",)
+
+    def __init__(self, policies: Iterable[Policy], source: str | None, checked: str) -> None:
+        super().__init__(policies, source=source)
+        self.checked = checked
+
+
+class RulesError(ValidationError):
+    """Argument rules that do not validate against the catalog's schema: ``issues`` holds
+    every :class:`~cedarlite.ValidationIssue`; ``str()`` renders them all with their snippets.
+    """
+
+    def __init__(self, issues: Sequence[ValidationIssue]) -> None:
+        n = len(issues)
+        super().__init__(f"{n} validation error{'s' if n != 1 else ''} in the argument rules")
+        self.issues = tuple(issues)
+
+    def render(self) -> str:
+        return "\n\n".join([*(i.render() for i in self.issues), f"error: {self.message}"])
 
 
 @dataclass(frozen=True)
