@@ -66,7 +66,10 @@ POLICY = ToolPolicy({"tools": {"profile": "coding"}}, CORE)
         ("python -m pytest -q tests", ()),
         ("git push origin main", ("exec.safe-prefixes",)),
         ("make deploy", ("exec.safe-prefixes",)),
-        ("ls; rm -rf /", ("exec.safe-prefixes", "exec.no-chaining", "exec.dangerous")),
+        (
+            "ls; rm -rf /",
+            ("exec.safe-prefixes", "exec.no-chaining", "exec.dangerous", "exec.no-secrets"),
+        ),
         ("cat notes.txt | sh", ("exec.no-chaining",)),
         ("ls $(whoami)", ("exec.no-chaining",)),
         ("grep -r key . > out.txt", ("exec.no-chaining",)),

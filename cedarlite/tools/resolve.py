@@ -24,7 +24,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from ..ast import Effect, Policy
+from ..ast import Effect, Policy, ScopeOp
 from ..authorizer import Decision, Response, is_authorized
 from ..compiler import is_authorized_batch
 from ..compiler.codegen import compile_predicate
@@ -592,24 +592,29 @@ class ToolPolicy:
         else:
             paths = [rules] if isinstance(rules, os.PathLike) else list(rules)
             sets = [PolicySet.from_file(path) for path in paths]
+        warnings: list[ValidationIssue] = []
         if validate:
-            issues = [i for ps in sets for i in self.validate_rules(ps).errors]
+            results = [self.validate_rules(ps) for ps in sets]
+            issues = [i for r in results for i in r.errors]
             if issues:
                 raise RulesError(issues)
+            warnings = [w for r in results for w in r.warnings]
         if len(sets) == 1:
             policies: list[Policy] = list(sets[0])
             source = sets[0].source
         else:
             policies = [replace(p, id=f"{ps.source}:{p.id}") for ps in sets for p in ps]
             source = None
-        return RuleSet(policies, source, self.catalog.fingerprint if validate else _UNCHECKED)
+        checked = self.catalog.fingerprint if validate else _UNCHECKED
+        return RuleSet(policies, source, checked, tuple(warnings))
 
     def validate_rules(self, rules: PolicySet | str) -> ValidationResult:
         """Cedar's strict validation of argument rules against :attr:`schema`, for a guard.
 
         Two findings change severity: a rule that applies to no tool of this catalog (its
-        actions are tools the run does not have) is a warning, not an error (it can never
-        apply, and never needs to); a *forbid* that is impossible (false for every call the
+        actions are tools the run does not have, or, for a rule on every action, no tool has
+        the arguments it reads) is a warning, not an error: it can never apply, and never needs
+        to. A *forbid* on named tools of this run that is impossible (false for every call the
         schema allows, e.g. ``resource has comand && ...``) is an error, not a warning: it
         guards nothing.
         """
@@ -627,6 +632,12 @@ class ToolPolicy:
                                 message="this rule applies to no tool of this run")
                     )  # fmt: skip
             elif issue.code == "impossible-policy" and policy and policy.effect is Effect.FORBID:
+                if policy.action.op is ScopeOp.ANY:  # a rule for whichever tool has an argument
+                    warnings.append(
+                        replace(issue, code="no-tool-in-run", message="this rule applies to no "
+                                "tool of this run (none has the arguments it reads)")
+                    )  # fmt: skip
+                    continue
                 errors.append(
                     replace(issue, severity="error", message="this forbid can never apply: it is "
                             "false for every call the schema allows", help=_IMPOSSIBLE_HELP)
@@ -680,13 +691,21 @@ _IMPOSSIBLE_HELP = (
 
 class RuleSet(PolicySet):
     """Argument rules loaded by :meth:`ToolPolicy.load_rules`: a :class:`~cedarlite.PolicySet`
-    that remembers the catalog it was validated against (``checked``)."""
+    that remembers the catalog it was validated against (``checked``) and the validation's
+    ``warnings`` (rules that apply to no tool of the run, impossible permits...)."""
 
-    __slots__ = ("checked",)
+    __slots__ = ("checked", "warnings")
 
-    def __init__(self, policies: Iterable[Policy], source: str | None, checked: str) -> None:
+    def __init__(
+        self,
+        policies: Iterable[Policy],
+        source: str | None,
+        checked: str,
+        warnings: tuple[ValidationIssue, ...] = (),
+    ) -> None:
         super().__init__(policies, source=source)
         self.checked = checked
+        self.warnings = warnings
 
 
 class RulesError(ValidationError):
