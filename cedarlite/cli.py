@@ -12,6 +12,7 @@ cedarlite tools explain scenario.json --tool exec
 cedarlite tools check scenario.json --rules policies/exec-commands.cedar [--lenient]
 cedarlite tools lint config.json [--tools tools.json] [--context ctx.json]
 cedarlite tools schema scenario.json            # the Cedar schema of the scenario's tools
+cedarlite tools shipped                         # shipped policies and examples: cedarlite:NAME
 ```
 
 Exit codes (as Cedar's CLI): 0 success / ALLOW, 1 failure (bad input or a usage error: the
@@ -249,6 +250,10 @@ class _Doc:
 
     @classmethod
     def read(cls, path: str, what: str) -> _Doc:
+        """Read and decode ``path`` (``cedarlite:NAME``: a shipped example)."""
+        from .shipped import resolve
+
+        path = resolve(path, "examples")
         text = _read(path, what)
         return cls(path, text, load_json(text, path, _JSONFileError))
 
@@ -429,7 +434,9 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     _report(sc, policy.findings + policy.context_findings(sc.context))
     try:
-        rules = policy.load_rules(args.rules) if args.rules else None
+        from .shipped import resolve
+
+        rules = policy.load_rules([resolve(r) for r in args.rules]) if args.rules else None
     except ValidationError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_INVALID
@@ -483,6 +490,19 @@ _VERDICTS = ("allow", "deny")
 
 
 _Problem = tuple[tuple[Any, ...], str, str | None, str]
+
+
+def cmd_tools_shipped(args: argparse.Namespace) -> int:
+    """List the shipped policy files and examples (``cedarlite:NAME`` on the command line)."""
+    from . import shipped
+
+    for kind, names, path in (
+        ("policy", shipped.policy_names(), shipped.policy_path),
+        ("example", shipped.example_names(), shipped.example_path),
+    ):
+        for name in names:
+            print(f"{kind:<8} {shipped.PREFIX}{name:<20} {path(name)}")
+    return EXIT_OK
 
 
 def _call_problem(call: Any, i: int) -> _Problem | None:
@@ -592,7 +612,11 @@ def _parser() -> argparse.ArgumentParser:
     tsub = t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND")
 
     def scenario_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("scenario", help='JSON file: {"config", "tools", "context", "calls"}')
+        p.add_argument(
+            "scenario",
+            help='JSON file: {"config", "tools", "context", "calls"} (cedarlite:coding-agent: '
+            "the shipped example)",
+        )
         p.add_argument("-c", "--context", metavar="FILE", help="run context (overrides the file's)")
 
     tr = tsub.add_parser("resolve", help="which tools a run may see, and why the others not")
@@ -611,7 +635,7 @@ def _parser() -> argparse.ArgumentParser:
         "--rules",
         action="append",
         metavar="FILE",
-        help="argument rules (.cedar), e.g. policies/exec-commands.cedar; repeatable",
+        help="argument rules (.cedar), e.g. cedarlite:exec-commands (shipped); repeatable",
     )
     tc.add_argument(
         "--lenient",
@@ -626,6 +650,9 @@ def _parser() -> argparse.ArgumentParser:
     tl.add_argument("-t", "--tools", metavar="FILE", help="the run's tools (JSON array)")
     tl.add_argument("--json", action="store_true", help="print JSON")
     tl.set_defaults(run=cmd_tools_lint)
+
+    tp = tsub.add_parser("shipped", help="the shipped policies and examples (cedarlite:NAME)")
+    tp.set_defaults(run=cmd_tools_shipped)
 
     ts = tsub.add_parser("schema", help="the Cedar schema of a scenario's tools")
     ts.add_argument("scenario", help="a scenario file, or a JSON array of tools")
