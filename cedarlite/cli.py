@@ -28,7 +28,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -292,6 +293,10 @@ class _Scenario:
     config_at: tuple[str, ...]  # where the configuration is in the file
     context_doc: _Doc | None  # the file of the context, when not the scenario's own
 
+    def blame(self) -> AbstractContextManager[None]:
+        """Errors about the scenario's values (raised without a source) name its file."""
+        return _blame(self.doc.path)
+
     def render(self, issue: Any) -> str:
         """A lint finding located in the file it came from."""
         loc = tuple(issue.loc)
@@ -303,6 +308,17 @@ class _Scenario:
         else:
             doc, loc = self.doc, (*self.config_at, *loc)
         return issue.render(doc.text, doc.path, doc.locate(loc, key=issue.on_key))
+
+
+@contextmanager
+def _blame(path: str) -> Iterator[None]:
+    """Name ``path`` in the errors raised without a source (values read from that file)."""
+    try:
+        yield
+    except CedarliteError as err:
+        if err.source is None:
+            err.source = path
+        raise
 
 
 def _scenario(args: argparse.Namespace, *, bare_config: bool = False) -> _Scenario:
@@ -355,7 +371,8 @@ def cmd_tools_resolve(args: argparse.Namespace) -> int:
 
     sc = _scenario(args)
     try:
-        res = resolve_tools(sc.config, sc.tools, sc.context)
+        with sc.blame():
+            res = resolve_tools(sc.config, sc.tools, sc.context)
     except EmptyAllowlistError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_DENY
@@ -379,7 +396,8 @@ def cmd_tools_explain(args: argparse.Namespace) -> int:
     from .tools import explain
 
     sc = _scenario(args)
-    print(explain(sc.config, args.tool, sc.context, sc.tools or None))
+    with sc.blame():
+        print(explain(sc.config, args.tool, sc.context, sc.tools or None))
     return EXIT_OK
 
 
@@ -389,7 +407,8 @@ def cmd_tools_lint(args: argparse.Namespace) -> int:
     from .tools import lint_config
 
     sc = _scenario(args, bare_config=True)
-    findings = lint_config(sc.config, sc.tools or None, sc.context)
+    with sc.blame():
+        findings = lint_config(sc.config, sc.tools or None, sc.context)
     if args.json:
         print(json.dumps([f.to_json() for f in findings], indent=2))
     else:
@@ -405,10 +424,9 @@ def cmd_tools_schema(args: argparse.Namespace) -> int:
     from .tools import ToolCatalog, cedar_schema
 
     doc = _Doc.read(args.scenario, "scenario")
-    tools = doc.data if isinstance(doc.data, list) else None
-    if tools is None:
-        tools = _scenario(args).tools
-    schema = cedar_schema(ToolCatalog.from_tools(tools))
+    tools = doc.data if isinstance(doc.data, list) else _scenario(args).tools
+    with _blame(doc.path):
+        schema = cedar_schema(ToolCatalog.from_tools(tools))
     if args.json:
         print(json.dumps(schema.to_json(), indent=2))
     else:
@@ -425,8 +443,9 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
     sc = _scenario(args)
     strict = not args.lenient
     try:
-        policy = ToolPolicy(sc.config, sc.tools, strict=strict)
-        policy.check_context(sc.context)
+        with sc.blame():
+            policy = ToolPolicy(sc.config, sc.tools, strict=strict)
+            policy.check_context(sc.context)
     except ConfigError as err:
         _report(sc, err.issues)
         print(f"error: refusing to check: {_summary(err.issues)} (use --lenient to read the "
@@ -440,7 +459,8 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
     except ValidationError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_INVALID
-    resolution = policy.resolve(sc.context)
+    with sc.blame():
+        resolution = policy.resolve(sc.context)
     print(
         f"run: {plural(len(resolution.allowed), 'tool')} offered, {len(resolution.removed)} removed"
     )

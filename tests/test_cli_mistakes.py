@@ -237,3 +237,20 @@ def test_tools_schema_writes_the_catalog_schema(capsys):
         capsys, "tools", "schema", str(ROOT / "examples" / "coding-agent.json"), "--json"
     )
     assert code == 0 and Schema.from_json(out) == schema
+
+
+@pytest.mark.parametrize(
+    ("command", "data", "message"),
+    [
+        (["tools", "check"], {"tools": [5]}, "error[E0810]: tools[0]: expected a tool object"),
+        (["tools", "resolve"], {"config": []}, "error[E0800]: the tools configuration must be"),
+        (["tools", "schema"], {"tools": [5]}, "error[E0810]: tools[0]: expected a tool object"),
+        (["tools", "explain", "--tool", "exce"], {"tools": [{"name": "exec"}]},
+         "error[E0810]: no tool `exce` in the catalog"),
+    ],
+)  # fmt: skip
+def test_scenario_errors_name_the_scenario_file(tmp_path, capsys, command, data, message):
+    path = scenario(tmp_path, data)
+    code, _, err = run(capsys, *command[:2], path, *command[2:])
+    assert code == 1
+    assert err.startswith(f"{path}: {message}") and "<input>" not in err

@@ -452,7 +452,8 @@ class ToolPolicy:
         if info is None:
             info = next((t for t in self.catalog.tools if _same_name(t.name, tool)), None)
         if info is None:
-            raise ToolsError(f"no tool `{tool}` in the catalog")
+            names = [t.name for t in self.catalog.tools if isinstance(t.name, str)]
+            raise ToolsError(f"no tool `{tool}` in the catalog", help=did_you_mean(tool, names))
         decision = next(d for d in self.decide(run) if d.tool.index == info.index)
         return Explanation(
             info.name, decision.allowed, decision.removed_by, self._trace(info, run, decision)
