@@ -28,10 +28,14 @@ def test_rule_files_load_validated_and_merged() -> None:
     policy = ToolPolicy({}, TOOLS, strict=True)
     rules = policy.load_rules(SHIPPED)
     assert isinstance(rules, cedarlite.PolicySet)
-    assert len(rules) == 7
+    assert len(rules) == sum(len(cedarlite.PolicySet.from_file(p)) for p in SHIPPED)
     assert rules.label(f"{SHIPPED[1]}:policy0") == "fs.no-secrets"
     denied = policy.authorize_call({}, "exec", {"command": "rm -rf /"}, rules=rules)
-    assert not denied and denied.policies == ("exec.safe-prefixes", "exec.dangerous")
+    assert not denied and denied.policies == (
+        "exec.safe-prefixes",
+        "exec.dangerous",
+        "exec.no-secrets",
+    )
 
 
 def test_a_rule_that_would_be_skipped_at_run_time_refuses_to_load(tmp_path: Path) -> None:
