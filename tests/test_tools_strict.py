@@ -176,3 +176,11 @@ def test_lint_without_tools_checks_against_the_core_catalog() -> None:
     (finding,) = lint_config({"tools": {"allow": ["read", "lobster"]}})
     assert finding.severity == "warning"
     assert finding.message == "`lobster` matches no tool, group or plugin in the core catalog"
+
+
+def test_a_hostile_context_is_refused_after_twenty_findings() -> None:
+    policy = ToolPolicy({"agents": {"list": [{"id": "a"}]}}, TOOLS, strict=True)
+    context = {f"agentId{i}": i for i in range(200_000)}
+    with pytest.raises(ConfigError) as info:
+        policy.check_context(context)
+    assert len(info.value.issues) == 21 and info.value.issues[-1].code == "too-many"

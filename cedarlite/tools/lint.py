@@ -59,6 +59,7 @@ RUN_CONTEXT_KEYS: dict[str, str] = {
 }
 
 _LONGEST_SUGGESTED = 100  # keys longer than this get no did-you-mean (bounded work)
+_MOST_CONTEXT_FINDINGS = 20  # a run context is checked on every call: stop early
 
 
 def did_you_mean(name: Any, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
@@ -418,6 +419,10 @@ def context_issues(context: Any, agents: Iterable[str]) -> list[ConfigIssue]:
                        code="wrong-type")]  # fmt: skip
     out: list[ConfigIssue] = []
     for key, value in context.items():
+        if len(out) >= _MOST_CONTEXT_FINDINGS:  # a hostile context costs no more than this
+            out.append(_error(("context",), "too many problems; the rest was not checked",
+                              code="too-many"))  # fmt: skip
+            return out
         loc: Loc = ("context", key)
         kind = RUN_CONTEXT_KEYS.get(key) if isinstance(key, str) else None
         if kind is None:
