@@ -165,12 +165,11 @@ def cmd_authorize(args: argparse.Namespace) -> int:
         else Entities.from_json([], schema=schema)
     )
     request = _request(args)
-    resp = _labelled(
-        is_authorized(
+    with _blame(args.request_json or args.context or "the request"):  # its file names errors
+        decided = is_authorized(
             request, policies, entities, schema=schema, validate=not args.no_request_validation
-        ),
-        policies,
-    )
+        )
+    resp = _labelled(decided, policies)
     if args.json:
         print(json.dumps(resp.to_json(), indent=2))
     else:

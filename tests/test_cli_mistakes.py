@@ -254,3 +254,15 @@ def test_scenario_errors_name_the_scenario_file(tmp_path, capsys, command, data,
     code, _, err = run(capsys, *command[:2], path, *command[2:])
     assert code == 1
     assert err.startswith(f"{path}: {message}") and "<input>" not in err
+
+
+def test_request_file_errors_name_the_file(tmp_path, capsys):
+    (tmp_path / "p.cedar").write_text("permit (principal, action, resource);\n")
+    request = tmp_path / "request.json"
+    request.write_text(
+        '{"principal": {"type": "U", "id": 5}, "action": "Action::\\"a\\"", "resource": "R::\\"r\\""}'
+    )
+    code, _, err = run(
+        capsys, "authorize", "-p", str(tmp_path / "p.cedar"), "--request-json", str(request)
+    )
+    assert code == 1 and err.startswith(f"{request}: error[E0300]: request principal: ")
