@@ -259,9 +259,8 @@ def test_scenario_errors_name_the_scenario_file(tmp_path, capsys, command, data,
 def test_request_file_errors_name_the_file(tmp_path, capsys):
     (tmp_path / "p.cedar").write_text("permit (principal, action, resource);\n")
     request = tmp_path / "request.json"
-    request.write_text(
-        '{"principal": {"type": "U", "id": 5}, "action": "Action::\\"a\\"", "resource": "R::\\"r\\""}'
-    )
+    data = {"principal": {"type": "U", "id": 5}, "action": 'Action::"a"', "resource": 'R::"r"'}
+    request.write_text(json.dumps(data))
     code, _, err = run(
         capsys, "authorize", "-p", str(tmp_path / "p.cedar"), "--request-json", str(request)
     )
