@@ -184,3 +184,13 @@ def test_a_hostile_context_is_refused_after_twenty_findings() -> None:
     with pytest.raises(ConfigError) as info:
         policy.check_context(context)
     assert len(info.value.issues) == 21 and info.value.issues[-1].code == "too-many"
+
+
+def test_an_empty_tool_list_is_this_run_not_the_core_catalog() -> None:
+    (finding,) = lint_config({"tools": {"allow": ["read"]}}, [])
+    assert finding.message == "core tool `read` is not in this run"
+
+
+def test_long_user_text_is_cut_in_messages() -> None:
+    (finding,) = lint_config({"tools": {"profile": "x" * 10_000}})
+    assert len(finding.message) < 200

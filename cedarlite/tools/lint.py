@@ -74,6 +74,12 @@ def did_you_mean(name: Any, candidates: Iterable[str], cutoff: float = 0.6) -> s
     return f"did you mean `{by_fold[match[0]]}`?" if match else None
 
 
+def _clip(value: Any, limit: int = 60) -> str:
+    """User text shown in a message, cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _fold(text: str) -> str:
     return text.lower().replace("_", "").replace("-", "")
 
@@ -116,9 +122,14 @@ _BY_PROVIDER = Section("`byProvider`", each=_PROVIDER, key_kind="provider")
 _SANDBOX = Section("a sandbox section", {"tools": _POLICY})
 _AGENT_TOOLS = Section(
     "an agent's `tools`",
-    {"profile": PROFILE, **_LISTS, "byProvider": _BY_PROVIDER, "sandbox": _SANDBOX,
-     "loopDetection": ANY},
-)  # fmt: skip
+    {
+        "profile": PROFILE,
+        **_LISTS,
+        "byProvider": _BY_PROVIDER,
+        "sandbox": _SANDBOX,
+        "loopDetection": ANY,
+    },
+)
 _TOOLS = Section(
     "the `tools` section",
     {**_AGENT_TOOLS.keys, "subagents": Section("`tools.subagents`", {"tools": _POLICY})},
@@ -138,9 +149,12 @@ _GROUP = Section("a channel group", {"tools": _POLICY})
 _CHANNEL = Section("a channel", {"groups": Section("`groups`", each=_GROUP, key_kind="group")})
 ROOT = Section(
     "the configuration",
-    {"tools": _TOOLS, "agents": _AGENTS, "channels": Section("`channels`", each=_CHANNEL,
-                                                             key_kind="channel")},
-)  # fmt: skip
+    {
+        "tools": _TOOLS,
+        "agents": _AGENTS,
+        "channels": Section("`channels`", each=_CHANNEL, key_kind="channel"),
+    },
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,7 +173,7 @@ class _Linter:
     """One walk over a configuration (the shape bounds the depth: no recursion on input)."""
 
     def __init__(self, catalog: ToolCatalog | None) -> None:
-        self.catalog = catalog or ToolCatalog.core()
+        self.catalog = catalog if catalog is not None else ToolCatalog.core()
         self.where = "this run" if catalog is not None else "the core catalog"
         self.out: list[ConfigIssue] = []
         self.agents: dict[str, Loc] = {}
@@ -168,9 +182,13 @@ class _Linter:
         if not isinstance(value, Mapping):
             if value is not None:
                 self.out.append(
-                    _error(loc, f"expected an object ({shape.what}), not {json_kind(value)}; "
-                           "the spec ignores it", code="wrong-type")
-                )  # fmt: skip
+                    _error(
+                        loc,
+                        f"expected an object ({shape.what}), not {json_kind(value)}; "
+                        "the spec ignores it",
+                        code="wrong-type",
+                    )
+                )
             return
         if shape.each is not None:
             self.free_keys(value, shape, loc)
@@ -188,9 +206,14 @@ class _Linter:
             return  # a key of the wider OpenClaw configuration
         known = ", ".join(f"`{k}`" for k in shape.keys)
         self.out.append(
-            _error((*loc, key), f"unknown key `{key}` in {shape.what} (it reads {known})", hint,
-                   code="unknown-key", on_key=True)
-        )  # fmt: skip
+            _error(
+                (*loc, key),
+                f"unknown key `{_clip(key)}` in {shape.what} (it reads {known})",
+                hint,
+                code="unknown-key",
+                on_key=True,
+            )
+        )
 
     def free_keys(self, value: Mapping[str, Any], shape: Section, loc: Loc) -> None:
         seen: dict[str, str] = {}
@@ -199,27 +222,47 @@ class _Linter:
             if shape.key_kind == "provider":
                 folded = trim_lower(key)
                 if not folded:
-                    self.out.append(_error(here, "a blank provider key never matches",
-                                           code="never-matches", on_key=True))  # fmt: skip
+                    self.out.append(
+                        _error(
+                            here,
+                            "a blank provider key never matches",
+                            code="never-matches",
+                            on_key=True,
+                        )
+                    )
                 elif folded in seen:
                     self.out.append(
-                        _error(here, f"`{key}` and `{seen[folded]}` are the same provider key; "
-                               "the later one replaces the earlier", code="duplicate-key",
-                               on_key=True)
-                    )  # fmt: skip
+                        _error(
+                            here,
+                            f"`{_clip(key)}` and `{_clip(seen[folded])}` are the same provider "
+                            "key; the later one replaces the earlier",
+                            code="duplicate-key",
+                            on_key=True,
+                        )
+                    )
                 seen.setdefault(folded, key)
             elif shape.key_kind == "channel" and (not key or trim_lower(key) != key):
                 fixed = trim_lower(key)
                 self.out.append(
-                    _error(here, f"channel key `{key}` never matches: channel ids are matched "
-                           "trimmed and lower-cased", f"did you mean `{fixed}`?" if fixed else None,
-                           code="never-matches", on_key=True)
-                )  # fmt: skip
+                    _error(
+                        here,
+                        f"channel key `{_clip(key)}` never matches: channel ids are matched "
+                        "trimmed and lower-cased",
+                        f"did you mean `{fixed}`?" if fixed else None,
+                        code="never-matches",
+                        on_key=True,
+                    )
+                )
             elif shape.key_kind == "group" and (not key or js_trim(key) != key):
                 self.out.append(
-                    _error(here, f"group key `{key}` never matches: group ids are matched "
-                           "exactly and trimmed", code="never-matches", on_key=True)
-                )  # fmt: skip
+                    _error(
+                        here,
+                        f"group key `{_clip(key)}` never matches: group ids are matched "
+                        "exactly and trimmed",
+                        code="never-matches",
+                        on_key=True,
+                    )
+                )
             if item is not None:
                 self.section(item, shape.each, here)
 
@@ -237,16 +280,22 @@ class _Linter:
         elif kind == NUMBER:
             self.number(value, loc)
         elif kind == STRING and not isinstance(value, str):
-            self.out.append(_error(loc, f"expected a string, not {json_kind(value)}",
-                                   code="wrong-type"))  # fmt: skip
+            self.out.append(
+                _error(loc, f"expected a string, not {json_kind(value)}", code="wrong-type")
+            )
 
     def entries(self, value: Any, loc: Loc) -> None:
         if not isinstance(value, list):
             help = f'write `["{value}"]`' if isinstance(value, str) else None
             self.out.append(
-                _error(loc, f"expected an array of tool names, not {json_kind(value)}; the spec "
-                       "reads this list as not set", help, code="wrong-type")
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"expected an array of tool names, not {json_kind(value)}; the spec "
+                    "reads this list as not set",
+                    help,
+                    code="wrong-type",
+                )
+            )
             return
         for i, entry in enumerate(value):
             self.entry(entry, (*loc, i))
@@ -254,9 +303,12 @@ class _Linter:
     def entry(self, entry: Any, loc: Loc) -> None:
         if not isinstance(entry, str):
             self.out.append(
-                _error(loc, f"expected a tool name (a string), not {json_kind(entry)}; it "
-                       "matches nothing", code="wrong-type")
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"expected a tool name (a string), not {json_kind(entry)}; it matches nothing",
+                    code="wrong-type",
+                )
+            )
             return
         name = norm(entry)
         catalog = self.catalog
@@ -266,61 +318,95 @@ class _Linter:
             return
         elif name == GROUP_PLUGINS:
             if not catalog.plugin_tools:
-                self.out.append(_warning(loc, f"`{entry}` matches nothing: there are no plugin "
-                                         f"tools in {self.where}", code="no-match"))  # fmt: skip
+                self.out.append(
+                    _warning(
+                        loc,
+                        f"`{_clip(entry)}` matches nothing: there are no plugin "
+                        f"tools in {self.where}",
+                        code="no-match",
+                    )
+                )
         elif name in catalog.plugin_groups or name in catalog.names:
             return
         elif "*" in name:
             rx = glob_regex(name)
             if not any(rx.fullmatch(n) for n in catalog.names):
-                self.out.append(_warning(loc, f"`{entry}` matches no tool in {self.where}",
-                                         code="no-match"))  # fmt: skip
+                self.out.append(
+                    _warning(
+                        loc, f"`{_clip(entry)}` matches no tool in {self.where}", code="no-match"
+                    )
+                )
         elif name.startswith("group:"):
             self.out.append(
-                _error(loc, f"unknown group `{entry}`", did_you_mean(name, self.candidates()),
-                       code="unknown-group")
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"unknown group `{_clip(entry)}`",
+                    did_you_mean(name, self.candidates()),
+                    code="unknown-group",
+                )
+            )
         else:
             core = name in CORE_TOOL_IDS or name in OWNER_ONLY_TOOLS
             message = (
-                f"core tool `{entry}` is not in {self.where}"
+                f"core tool `{_clip(entry)}` is not in {self.where}"
                 if core
-                else f"`{entry}` matches no tool, group or plugin in {self.where}"
+                else f"`{_clip(entry)}` matches no tool, group or plugin in {self.where}"
             )
             hint = None if core else did_you_mean(name, self.candidates())
             self.out.append(_warning(loc, message, hint, code="no-match"))
 
     def candidates(self) -> list[str]:
         c = self.catalog
-        return [*c.names, *CORE_TOOL_IDS, *OWNER_ONLY_TOOLS, *CORE_GROUPS, GROUP_PLUGINS,
-                *c.plugin_groups]  # fmt: skip
+        return [
+            *c.names,
+            *CORE_TOOL_IDS,
+            *OWNER_ONLY_TOOLS,
+            *CORE_GROUPS,
+            GROUP_PLUGINS,
+            *c.plugin_groups,
+        ]
 
     def profile(self, value: Any, loc: Loc) -> None:
         if not isinstance(value, str):
             self.out.append(
-                _error(loc, f"expected a profile name, not {json_kind(value)}; the spec reads "
-                       "no profile", code="wrong-type")
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"expected a profile name, not {json_kind(value)}; the spec reads no profile",
+                    code="wrong-type",
+                )
+            )
         elif value not in PROFILE_NAMES:
             names = ", ".join(f"`{p}`" for p in PROFILE_NAMES)
             hint = did_you_mean(value, PROFILE_NAMES) if value else "write `full` for no profile"
             self.out.append(
-                _error(loc, f"unknown profile `{value}` (profiles: {names}); the spec reads no "
-                       "profile", hint, code="unknown-profile")
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"unknown profile `{_clip(value)}` (profiles: {names}); the spec reads no "
+                    "profile",
+                    hint,
+                    code="unknown-profile",
+                )
+            )
 
     def number(self, value: Any, loc: Loc) -> None:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.out.append(
-                _error(loc, f"expected a number, not {json_kind(value)}; the spec reads the "
-                       "default 1", code="wrong-type")
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"expected a number, not {json_kind(value)}; the spec reads the default 1",
+                    code="wrong-type",
+                )
+            )
         elif not (math.isfinite(value) and value >= 1 and float(value).is_integer()):
             read = max(1, int(value // 1)) if math.isfinite(value) else 1
             self.out.append(
-                _warning(loc, f"`{value}` is read as {read}", "use a whole number of at least 1",
-                         code="rounded")
-            )  # fmt: skip
+                _warning(
+                    loc,
+                    f"`{value}` is read as {read}",
+                    "use a whole number of at least 1",
+                    code="rounded",
+                )
+            )
 
     def agent_list(self, value: Any, loc: Loc) -> None:
         if not isinstance(value, list):
@@ -330,42 +416,60 @@ class _Linter:
                 else None
             )
             self.out.append(
-                _error(loc, f"expected an array of agent objects, not {json_kind(value)}; the "
-                       "spec reads no agents", help, code="wrong-type")
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"expected an array of agent objects, not {json_kind(value)}; the "
+                    "spec reads no agents",
+                    help,
+                    code="wrong-type",
+                )
+            )
             return
         defaults = 0
         for i, entry in enumerate(value):
             here = (*loc, i)
             if not isinstance(entry, Mapping):
                 self.out.append(
-                    _error(here, f"expected an agent object, not {json_kind(entry)}; the spec "
-                           "skips it", code="wrong-type")
-                )  # fmt: skip
+                    _error(
+                        here,
+                        f"expected an agent object, not {json_kind(entry)}; the spec skips it",
+                        code="wrong-type",
+                    )
+                )
                 continue
             self.section(entry, _AGENT, here)
             raw_id = entry.get("id")
             if raw_id is None:
                 self.out.append(
-                    _error(here, "agent entry without an `id`: it configures the agent `main`",
-                           'add `"id": "main"` if that is meant', code="missing-id")
-                )  # fmt: skip
+                    _error(
+                        here,
+                        "agent entry without an `id`: it configures the agent `main`",
+                        'add `"id": "main"` if that is meant',
+                        code="missing-id",
+                    )
+                )
             agent = norm_agent_id(raw_id if isinstance(raw_id, str) else None)
             if agent in self.agents:
                 first = self.agents[agent]
                 self.out.append(
-                    _error(here, f"agent `{agent}` is listed again (first at "
-                           f"`{ConfigIssue(first, '').path}`); the spec ignores this entry",
-                           code="duplicate-agent")
-                )  # fmt: skip
+                    _error(
+                        here,
+                        f"agent `{agent}` is listed again (first at "
+                        f"`{ConfigIssue(first, '').path}`); the spec ignores this entry",
+                        code="duplicate-agent",
+                    )
+                )
             else:
                 self.agents[agent] = here
             defaults += js_truthy(entry.get("default"))
         if defaults > 1:
             self.out.append(
-                _warning(loc, f"{defaults} agents are marked `default`; the first one is",
-                         code="several-defaults")
-            )  # fmt: skip
+                _warning(
+                    loc,
+                    f"{defaults} agents are marked `default`; the first one is",
+                    code="several-defaults",
+                )
+            )
 
 
 def lint_config(
@@ -399,11 +503,15 @@ def configured_agents(config: Mapping[str, Any] | str | None) -> frozenset[str]:
     raw = as_object(config)
     agents = raw.get("agents") if isinstance(raw, Mapping) else None
     entries = agents.get("list") if isinstance(agents, Mapping) else None
-    return frozenset(
-        norm_agent_id(e.get("id") if isinstance(e.get("id"), str) else None)
-        for e in entries or ()
-        if isinstance(e, Mapping)
-    ) if isinstance(entries, list) else frozenset()  # fmt: skip
+    return (
+        frozenset(
+            norm_agent_id(e.get("id") if isinstance(e.get("id"), str) else None)
+            for e in entries or ()
+            if isinstance(e, Mapping)
+        )
+        if isinstance(entries, list)
+        else frozenset()
+    )
 
 
 def context_issues(context: Any, agents: Iterable[str]) -> list[ConfigIssue]:
@@ -415,27 +523,42 @@ def context_issues(context: Any, agents: Iterable[str]) -> list[ConfigIssue]:
     if context is None:
         return []
     if not isinstance(context, Mapping):
-        return [_error(("context",), f"expected a run context object, not {json_kind(context)}",
-                       code="wrong-type")]  # fmt: skip
+        return [
+            _error(
+                ("context",),
+                f"expected a run context object, not {json_kind(context)}",
+                code="wrong-type",
+            )
+        ]
     out: list[ConfigIssue] = []
     for key, value in context.items():
         if len(out) >= _MOST_CONTEXT_FINDINGS:  # a hostile context costs no more than this
-            out.append(_error(("context",), "too many problems; the rest was not checked",
-                              code="too-many"))  # fmt: skip
+            out.append(
+                _error(("context",), "too many problems; the rest was not checked", code="too-many")
+            )
             return out
         loc: Loc = ("context", key)
         kind = RUN_CONTEXT_KEYS.get(key) if isinstance(key, str) else None
         if kind is None:
             known = ", ".join(f"`{k}`" for k in RUN_CONTEXT_KEYS)
             out.append(
-                _error(loc, f"unknown run context key `{key}` (keys: {known})",
-                       did_you_mean(key, RUN_CONTEXT_KEYS), code="unknown-key", on_key=True)
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"unknown run context key `{_clip(key)}` (keys: {known})",
+                    did_you_mean(key, RUN_CONTEXT_KEYS),
+                    code="unknown-key",
+                    on_key=True,
+                )
+            )
         elif value is not None and not _is(value, kind):
             out.append(
-                _error(loc, f"`{key}` must be a {kind}, not {json_kind(value)}",
-                       _coerce_hint(value, kind), code="wrong-type")
-            )  # fmt: skip
+                _error(
+                    loc,
+                    f"`{key}` must be a {kind}, not {json_kind(value)}",
+                    _coerce_hint(value, kind),
+                    code="wrong-type",
+                )
+            )
     agent_id = context.get("agentId")
     known_agents = sorted(agents)
     if isinstance(agent_id, str) and js_trim(agent_id) and known_agents:
@@ -443,10 +566,14 @@ def context_issues(context: Any, agents: Iterable[str]) -> list[ConfigIssue]:
         if agent not in known_agents:
             listed = ", ".join(f"`{a}`" for a in known_agents)
             out.append(
-                _error(("context", "agentId"), f"unknown agent `{agent_id}`: the configuration "
-                       f"lists {listed}; this run would get no agent-level settings",
-                       did_you_mean(agent, known_agents), code="unknown-agent")
-            )  # fmt: skip
+                _error(
+                    ("context", "agentId"),
+                    f"unknown agent `{_clip(agent_id)}`: the "
+                    f"configuration lists {listed}; this run would get no agent-level settings",
+                    did_you_mean(agent, known_agents),
+                    code="unknown-agent",
+                )
+            )
     return out
 
 
