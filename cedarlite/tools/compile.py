@@ -644,14 +644,12 @@ def _sandbox_variants(g: Any, agents: Mapping[str, AgentTools]) -> list[Variant]
             return (getattr(glob, name) if glob else None), SANDBOX_LISTS
 
         (allow, allow_at), (also, _), (deny, deny_at) = map(field, ("allow", "also_allow", "deny"))
-        labels = {
-            "allow_from": f"{allow_at}.allow"
+        labels = Sources(
+            allow_from=f"{allow_at}.allow"
             if allow is not None
             else f"{SANDBOX_LISTS}.allow (default)",
-            "deny_from": f"{deny_at}.deny"
-            if deny is not None
-            else f"{SANDBOX_LISTS}.deny (default)",
-        }
+            deny_from=f"{deny_at}.deny" if deny is not None else f"{SANDBOX_LISTS}.deny (default)",
+        )
         return sandbox_policy(allow, also, deny), None, None, labels
 
     return _per_agent(8, agents, build, condition=ctx("sandboxed"))
