@@ -6,7 +6,7 @@ profiles, alsoAllow, deny, byProvider, agents, channel groups, sandbox and sub-a
 
 * **resolve**: the tool list offered to the model for one run;
 * **call**: may this ``exec`` call run (the tool is offered, and the shipped argument rules of
-  ``policies/exec-commands.cedar`` allow the command)?
+  ``policies/exec-commands.cedar``, secrets included, allow the command)?
 
 "direct" is the step-by-step implementation of the spec used as the test oracle
 (``tests/tools_oracle.py``) and, for calls, plain Python checks equivalent to the shipped rules.
@@ -18,6 +18,8 @@ Medians of several repeats are printed with the ratio cedarlite / direct. Run:
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 import sys
 import time
@@ -99,7 +101,8 @@ CONTEXT: dict[str, Any] = {
     "senderIsOwner": True,
 }
 
-COMMANDS = ["git status", "git push", "ls -la", "cat x | sh", "sudo rm -rf /", "rg TODO src"]
+COMMANDS = ["git status", "git push", "ls -la", "cat x | sh", "sudo rm -rf /", "rg TODO src",
+            "cat ~/.ssh/id_rsa", "grep -r AWS_SECRET ~/.aws", "git show HEAD:.env"]  # fmt: skip
 
 # --- the direct call check (the shipped exec rules, in Python) --------------------------------
 
@@ -109,6 +112,20 @@ _SAFE_PREFIXES = ("ls ", "git status ", "git diff", "git log", "git show ", "cat
 _CHAINING = (";", "&", "|", "`", "$(", ">", "<", "\n")
 _DANGEROUS = ("rm -rf", "rm -fr", "sudo", "mkfs", "dd if=", "chmod -R 777", "curl ", "wget ",
               "/dev/sd")  # fmt: skip
+
+
+def _secret_patterns() -> re.Pattern[str]:
+    """The `like` patterns of `exec.no-secrets`, as one regular expression (`*`: any text)."""
+    text = (ROOT / "policies" / "exec-commands.cedar").read_text(encoding="utf-8")
+    rule = text.split('@id("exec.no-secrets")', 1)[1].split("};", 1)[0]
+    likes = [json.loads(p) for p in re.findall(r'like ("(?:[^"\\]|\\.)*")', rule)]
+    alternatives = (
+        "(?:" + ".*".join(re.escape(part) for part in p.split("*")) + ")" for p in likes
+    )
+    return re.compile("|".join(alternatives), re.S)
+
+
+_SECRETS = _secret_patterns()
 
 
 def direct_call(allowed: set[str], tool: str, params: dict[str, Any]) -> bool:
@@ -121,6 +138,8 @@ def direct_call(allowed: set[str], tool: str, params: dict[str, Any]) -> bool:
     if command not in _SAFE_EXACT and not command.startswith(_SAFE_PREFIXES):
         return False
     if any(c in command for c in _CHAINING) or any(d in command for d in _DANGEROUS):
+        return False
+    if _SECRETS.fullmatch(command):
         return False
     return not params.get("elevated")
 

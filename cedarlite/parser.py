@@ -634,7 +634,9 @@ def _syntax_error(text: str, source: str | None, err: LexError | UnexpectedToken
     tok = err.token
     expected = _describe_expected(err.expected)
     if tok.type == END:
-        return error(f"unexpected end of input; expected {expected}", len(text))
+        # Point just after the last token, where the missing text belongs (not at the line
+        # after a final newline).
+        return error(f"unexpected end of input; expected {expected}", len(text.rstrip()))
     return error(f"unexpected token `{tok.value}`; expected {expected}", tok.start_pos, tok.end_pos)
 
 

@@ -175,6 +175,32 @@ class PolicySet:
         """The policy with this id, or ``None``."""
         return self._by_id.get(policy_id)
 
+    def label(self, policy_id: str) -> str:
+        """How reports name a policy: its ``@id`` annotation, as Cedar's CLI names policies.
+
+        Ids stay positional (``policy0``, as cedarpy returns them); the label is for people.
+        A policy without ``@id`` (or an unknown id) is labelled by its id; an ``@id`` shared
+        by several policies is followed by the id (``exec.rule (policy3)``).
+        """
+        return self.labels.get(policy_id, policy_id)
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """:meth:`label` of every policy, by id (computed once per set)."""
+        cached = self._cache.get("labels")
+        if cached is None:
+            names = {p.id: p.annotations.get("id") or p.id for p in self._policies}
+            counts: dict[str, int] = {}
+            for name in names.values():
+                counts[name] = counts.get(name, 0) + 1
+            cached = self._cache["labels"] = MappingProxyType(
+                {
+                    pid: name if counts[name] == 1 or name == pid else f"{name} ({pid})"
+                    for pid, name in names.items()
+                }
+            )
+        return cached
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PolicySet):
             return NotImplemented

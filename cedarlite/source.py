@@ -53,11 +53,12 @@ def render_snippet(text: str, span: Span, *, width: int = 1) -> str:
         |                                                ^
     ```
     """
-    lines = text.splitlines() or [""]
-    index = min(span.line, len(lines)) - 1
-    line = lines[index].expandtabs(1)
+    lines = text.splitlines()
+    # A span just past a final newline is on an empty last line: show that line, not the one
+    # before it under the wrong number.
+    line = lines[span.line - 1].expandtabs(1) if 0 < span.line <= len(lines) else ""
     start_col = span.column - 1
-    if span.end > span.start and span.line == index + 1:
+    if span.end > span.start:
         # Underline up to the end of the span or of the line, whichever comes first.
         width = max(1, min(span.end - span.start, len(line) - start_col))
     gutter = str(span.line)

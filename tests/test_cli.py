@@ -217,7 +217,7 @@ def test_tools_commands_on_the_shipped_example(capsys):
     resolved = json.loads(out)
     assert code == 0 and "exec" in resolved["allowed"] and resolved["removed"]["cron"]
     code, out, _ = run(capsys, "tools", "explain", scenario, "--tool", "cron")
-    assert code == 0 and out.startswith("cron: removed by agents.coder.tools.allow")
+    assert code == 0 and out.startswith("cron: removed by agents.coder.tools.deny")
 
 
 def test_tools_check_fails_on_unmet_expectations(tmp_path, capsys):
@@ -233,7 +233,7 @@ def test_tools_check_fails_on_unmet_expectations(tmp_path, capsys):
         "--rules",
         str(ROOT / "policies" / "exec-commands.cedar"),
     )
-    assert code == 3 and "expected ALLOW" in out and "0/1 calls" in out
+    assert code == 3 and "expected ALLOW" in out and "0/1 call decided" in out
 
 
 def test_python_dash_m_entry_point():

@@ -29,7 +29,11 @@ def test_commented_results_hold(monkeypatch):
         "resp.allowed": True,
         "resp.reasons": ("policy0",),
         "res.allowed": ["read", "exec", "github__create_issue"],
-        "res.removed": {"browser": "tools.profile", "cron": "agents.coder.tools.allow"},
+        "res.removed": {"browser": "tools.profile", "cron": "agents.coder.tools.deny"},
+        "(findings[0].path, findings[0].help)": ("tools.denny", "did you mean `deny`?"),
+        "shipped.example_names()": ("coding-agent",),
+        "shipped.example('coding-agent')['calls'][0]['tool']": "exec",
+        "shipped.policy_names()[:4]": ("exec-commands", "owner-only", "paths", "profile-coding"),
     }
     for expr, expected in checks.items():
         assert eval(expr, namespace) == expected, expr

@@ -72,7 +72,7 @@ def test_worked_example_2_an_agent_cannot_regrant_a_global_deny() -> None:
     }
     res = resolve_tools(config, [{"name": "exec"}, {"name": "read"}, {"name": "write"}], {})
     assert res.allowed == ["read"]
-    assert res.removed == {"exec": "tools.allow", "write": "agents.main.tools.allow"}
+    assert res.removed == {"exec": "tools.deny", "write": "agents.main.tools.allow"}
 
 
 def test_worked_example_3_sandbox_defaults() -> None:
@@ -104,7 +104,15 @@ def test_worked_example_3_sandbox_defaults() -> None:
         "sessions_spawn",
         "session_status",
     ]
-    assert set(res.removed.values()) == {"sandbox tools.allow"}
+    assert res.removed == {  # removal labels name the configuration that decided
+        "web_search": "tools.sandbox.tools.allow (default)",
+        "browser": "tools.sandbox.tools.deny (default)",
+        "canvas": "tools.sandbox.tools.deny (default)",
+        "cron": "tools.sandbox.tools.deny (default)",
+        "gateway": "tools.sandbox.tools.deny (default)",
+        "nodes": "tools.sandbox.tools.deny (default)",
+        "message": "tools.sandbox.tools.allow (default)",
+    }
 
 
 def test_worked_example_4_leaf_sub_agent() -> None:

@@ -40,8 +40,8 @@ def compiled() -> ToolPolicySet:
 
 
 def test_a_deny_is_a_forbid_on_its_actions_with_the_write_link(compiled: ToolPolicySet) -> None:
-    assert policy_text(compiled, "tools.allow/deny") == (
-        '@id("tools.allow/deny")\n@layer("tools.allow")\n@entries("write")\n'
+    assert policy_text(compiled, "tools.deny") == (
+        '@id("tools.deny")\n@layer("tools.allow")\n@entries("write")\n'
         "forbid (\n  principal,\n"
         '  action in [Action::"write", Action::"apply_patch"],\n  resource\n);'
     )
@@ -50,14 +50,14 @@ def test_a_deny_is_a_forbid_on_its_actions_with_the_write_link(compiled: ToolPol
 def test_an_allowlist_is_a_forbid_unless_and_groups_stay_groups(compiled: ToolPolicySet) -> None:
     # group:fs is the group action; BASH is exec; the plugin id "lobster" is its tools, one of
     # which is owner-only and so enters the pipeline only for owners.
-    assert policy_text(compiled, "tools.allow/allow").endswith(
+    assert policy_text(compiled, "tools.allow").endswith(
         'unless { action in [Action::"group:fs", Action::"exec", Action::"lobster"] || '
         'context.senderIsOwner && action == Action::"lobster_admin" };'
     )
 
 
 def test_by_provider_keys_become_context_conditions(compiled: ToolPolicySet) -> None:
-    text = policy_text(compiled, "tools.byProvider.allow[openai]/deny")
+    text = policy_text(compiled, "tools.byProvider.openai.deny")
     assert 'action in [Action::"web_search", Action::"web_fetch"]' in text  # the glob, expanded
     assert text.endswith(
         'when { context.provider == "openai" && '
@@ -66,7 +66,7 @@ def test_by_provider_keys_become_context_conditions(compiled: ToolPolicySet) -> 
 
 
 def test_agent_steps_are_scoped_to_the_principal(compiled: ToolPolicySet) -> None:
-    text = policy_text(compiled, "tools.profile[coder]/allow")
+    text = policy_text(compiled, "agents.coder.tools.profile")
     assert 'principal == Agent::"coder"' in text and '@profile("coding")' in text
     assert "when" not in text  # the principal is in the scope, nothing left to test
 
@@ -123,7 +123,8 @@ def test_policy_ids_and_layers(compiled: ToolPolicySet) -> None:
     ids = [p.id for p in compiled]
     assert ids == [f"policy{i}" for i in range(len(ids))]  # positional: the text round-trips
     layers = {compiled.plan.layer_of(p.id) for p in compiled if p.effect is cedarlite.Effect.FORBID}
-    assert (30, "tools.allow") in layers and (2, "plugins.optional") in layers
+    assert (30, "tools.deny") in layers and (35, "tools.allow") in layers
+    assert (2, "plugins.optional") in layers
     assert compiled.plan.layer_of("policy0") is None  # the permit
 
 
@@ -137,5 +138,5 @@ def test_duplicate_entries_give_one_target() -> None:
     compiled = compile_config(
         {"tools": {"deny": ["read", " READ ", "group:fs", "Group:FS"]}}, ToolCatalog.core()
     )
-    assert policy_text(compiled, "tools.allow/deny").count('Action::"read"') == 1
-    assert policy_text(compiled, "tools.allow/deny").count('Action::"group:fs"') == 1
+    assert policy_text(compiled, "tools.deny").count('Action::"read"') == 1
+    assert policy_text(compiled, "tools.deny").count('Action::"group:fs"') == 1

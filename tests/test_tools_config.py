@@ -41,7 +41,7 @@ def test_the_lenient_reading_follows_the_spec() -> None:
 
 def test_every_issue_names_its_json_path() -> None:
     paths = [issue.path for issue in check_config(ODD)]
-    assert paths == [
+    assert paths == [  # in document order
         "tools.allow",
         "tools.alsoAllow[0]",
         "tools.profile",
@@ -50,9 +50,9 @@ def test_every_issue_names_its_json_path() -> None:
         "tools.sandbox",
         "agents.list[0]",
         "agents.list[1].tools.byProvider",
+        "agents.defaults.subagents.maxSpawnDepth",
         'channels.discord.groups["*"].tools',
         "channels.discord.groups.g",
-        "agents.defaults.subagents.maxSpawnDepth",
     ]
 
 
@@ -63,7 +63,7 @@ def test_strict_mode_raises_a_cedarlite_error_naming_the_path() -> None:
     assert isinstance(err, CedarliteError)
     assert err.message == (
         'invalid tools configuration at `tools.byProvider["openai/gpt-5"].allow`: expected an '
-        "array of strings; the spec reads this value as not set"
+        'array of tool names, not a string; the spec reads this list as not set; write `["exec"]`'
     )
     assert [i.path for i in err.issues] == ['tools.byProvider["openai/gpt-5"].allow']
 
@@ -103,7 +103,7 @@ def test_json_text_and_null() -> None:
 
 
 def test_a_configuration_that_is_not_an_object_is_an_error() -> None:
-    with pytest.raises(ConfigError, match="must be a JSON object, not `array`"):
+    with pytest.raises(ConfigError, match="must be a JSON object, not an array"):
         resolve_tools([], [{"name": "read"}], {})  # type: ignore[arg-type]
 
 

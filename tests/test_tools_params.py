@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cedarlite import ValidationError
 from cedarlite.ext.decimal import Decimal
 from cedarlite.schema import Schema
 from cedarlite.tools import ToolCatalog
@@ -154,7 +155,10 @@ when { resource has tags && resource.tags.contains("canary") };
 @id("deploy.ratio")
 forbid (principal, action == Action::"deploy", resource)
 when { context.input has ratio && context.input.ratio.greaterThan(decimal("0.5")) };
+"""
 
+#: An unguarded optional attribute: the validator refuses it, the engine skips it when absent.
+UNSAFE = """
 @id("exec.timeout")
 forbid (principal, action == Action::"exec", resource) when { resource.timeout > 10 };
 """
@@ -183,14 +187,17 @@ def test_rules_see_the_arguments_as_resource_attributes_and_context_input(
 
 
 def test_a_rule_that_cannot_be_evaluated_fails_closed(policy: ToolPolicy) -> None:
-    decision = policy.authorize_call({}, "exec", {"command": "ls"}, rules=RULES)  # no timeout
+    with pytest.raises(ValidationError, match="attribute `timeout` of entity type `Call::exec`"):
+        policy.authorize_call({}, "exec", {"command": "ls"}, rules=UNSAFE)
+    unchecked = policy.load_rules(UNSAFE, validate=False)
+    decision = policy.authorize_call({}, "exec", {"command": "ls"}, rules=unchecked)
     assert not decision.allowed
     assert decision.response.errors and "timeout" in decision.response.errors[0].message
 
 
 def test_owner_only_and_visibility_apply_to_calls() -> None:
     policy = ToolPolicy({"tools": {"deny": ["read"]}}, [{"name": "read"}, {"name": "cron"}])
-    assert policy.authorize_call({}, "read", {"path": "a"}).policies == ("tools.allow/deny",)
+    assert policy.authorize_call({}, "read", {"path": "a"}).policies == ("tools.deny",)
     assert policy.authorize_call({}, "cron", {}).policies == ("owner-only",)
     assert policy.authorize_call({"senderIsOwner": True}, "cron", {}).allowed
 

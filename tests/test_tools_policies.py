@@ -66,7 +66,10 @@ POLICY = ToolPolicy({"tools": {"profile": "coding"}}, CORE)
         ("python -m pytest -q tests", ()),
         ("git push origin main", ("exec.safe-prefixes",)),
         ("make deploy", ("exec.safe-prefixes",)),
-        ("ls; rm -rf /", ("exec.safe-prefixes", "exec.no-chaining", "exec.dangerous")),
+        (
+            "ls; rm -rf /",
+            ("exec.safe-prefixes", "exec.no-chaining", "exec.dangerous", "exec.no-secrets"),
+        ),
         ("cat notes.txt | sh", ("exec.no-chaining",)),
         ("ls $(whoami)", ("exec.no-chaining",)),
         ("grep -r key . > out.txt", ("exec.no-chaining",)),
@@ -129,9 +132,7 @@ def test_the_tool_policy_still_applies_to_calls() -> None:
     )
     in_group = {"channel": "discord", "groupId": "g"}
     assert policy.authorize_call(in_group, "exec", {"command": "ls"}, rules=RULES).policies == (
-        "group tools.allow[discord,*]/deny",
+        'channels.discord.groups["*"].tools.deny',
     )
     assert policy.authorize_call({}, "exec", {"command": "ls"}, rules=RULES)
-    assert policy.authorize_call({}, "browser", {}, rules=RULES).policies == (
-        "tools.profile/allow",
-    )
+    assert policy.authorize_call({}, "browser", {}, rules=RULES).policies == ("tools.profile",)

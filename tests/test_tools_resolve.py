@@ -32,7 +32,7 @@ def test_every_layer_labels_what_it_removes() -> None:
     res = resolve_tools(config, tools, {"toolsEnabled": True})
     assert res.allowed == ["read"]
     assert res.removed == {
-        "exec": "tools.allow",
+        "exec": "tools.deny",
         "cron": "owner-only",
         "browser": "tools.profile",
         "message": "tools.profile",
@@ -180,14 +180,15 @@ TOOLS = names("read", "exec", "web_search", "browser")
 
 def test_explain_traces_every_layer() -> None:
     trace = explain(CONFIG, "exec", CONTEXT, TOOLS)
-    assert not trace.allowed and trace.removed_by == "tools.byProvider.allow"
+    assert not trace.allowed and trace.removed_by == "tools.byProvider.openai.allow"
     steps = {s.label: s for s in trace.steps}
     assert steps["tools.profile (coding)"].verdict == "kept"
     assert steps["tools.profile (coding)"].allow_matches == ("exec",)
     assert steps["tools.byProvider.allow"].verdict == "removed"
-    assert steps["tools.byProvider.allow"].fired == ("tools.byProvider.allow[openai]/allow",)
+    assert steps["tools.byProvider.allow"].fired == ("tools.byProvider.openai.allow",)
     assert steps["agents.coder.tools.allow"].deny_matches == ("exec",)
-    assert steps["agents.coder.tools.allow"].fired == ("agents.coder.tools.allow/deny",)
+    assert steps["agents.coder.tools.allow"].fired == ("agents.coder.tools.deny",)
+    assert steps["agents.coder.tools.allow"].removed_as == "agents.coder.tools.deny"
     assert steps["group tools.allow"].verdict == "skipped"
     assert steps["sandbox tools.allow"].verdict == "kept"
     assert steps["sandbox tools.allow"].allow_matches == ("exec",)
@@ -204,8 +205,9 @@ def test_explain_names_the_matching_entries() -> None:
     steps = {s.label: s for s in trace.steps}
     assert steps["tools.allow"].deny_matches == ("group:web",)
     assert steps["tools.byProvider.allow"].allow_matches == ("web_*",)
-    assert str(trace).splitlines()[0] == "web_search: removed by tools.allow"
-    assert "tools.allow: removed; denied by group:web; policies tools.allow/deny" in str(trace)
+    assert str(trace).splitlines()[0] == "web_search: removed by tools.deny"
+    assert "  tools.allow: removed by tools.deny; deny entry `group:web` matches\n" in str(trace)
+    assert "  tools.profile (coding): kept; allow entry `web_search` matches\n" in str(trace)
 
 
 def test_explain_a_single_tool_and_an_allowed_one() -> None:

@@ -259,11 +259,16 @@ def pick(o: Any) -> dict[str, Any] | None:
 
 def by_provider_match(bp: Any, context: dict[str, Any]) -> Any:
     """§5.5: the matched entry (any non-null value), or None."""
+    return by_provider_key(bp, context)[1]
+
+
+def by_provider_key(bp: Any, context: dict[str, Any]) -> tuple[str | None, Any]:
+    """§5.5: the matched (normalized key, entry), or (None, None)."""
     provider = context.get("provider")
     if not isinstance(provider, str) or trim(provider) == "":
-        return None
+        return None, None
     if not isinstance(bp, dict) or len(bp) == 0:
-        return None
+        return None, None
     lookup: dict[str, Any] = {}
     for k, v in bp.items():
         nk = trim(k).lower()
@@ -280,8 +285,8 @@ def by_provider_match(bp: Any, context: dict[str, Any]) -> Any:
     candidates.append(p)
     for c in candidates:
         if lookup.get(c) is not None:
-            return lookup[c]
-    return None
+            return c, lookup[c]
+    return None, None
 
 
 def resolve_steps(config: Any, context: dict[str, Any]) -> dict[str, Any]:
@@ -321,8 +326,10 @@ def resolve_steps(config: Any, context: dict[str, Any]) -> dict[str, Any]:
     else:
         profile_also = arr(tools.get("alsoAllow"))
 
-    global_match = by_provider_match(tools.get("byProvider"), context)
-    agent_match = by_provider_match(agent_tools.get("byProvider"), context) if agent_tools else None
+    kg, global_match = by_provider_key(tools.get("byProvider"), context)
+    ka, agent_match = (
+        by_provider_key(agent_tools.get("byProvider"), context) if agent_tools else (None, None)
+    )
     ga, gg = obj(agent_match), obj(global_match)
     if ga is not None and ga.get("profile") is not None:
         provider_profile = ga.get("profile")
@@ -351,14 +358,86 @@ def resolve_steps(config: Any, context: dict[str, Any]) -> dict[str, Any]:
             subagent_policy(cfg, tools, context) if subagent_depth(context) >= 1 else None,
         ),
     ]
+    # Removal labels: the configuration path that decided (allow list, deny parts).
+    me = f"agents.{agent}.tools"
+    own_profile = agent_tools is not None and agent_tools.get("profile") is not None
+    own_provider = ga is not None and ga.get("profile") is not None
+    sandbox = sandbox_sources(tools, agent_tools, me)
+    remaining = steps[8][1]["deny_defaults"] if steps[8][1] is not None else 0
+    sources = [
+        (f"{me}.profile" if own_profile else "tools.profile", None, 0),
+        (
+            f"{me}.byProvider{path_key(ka)}.profile"
+            if own_provider
+            else f"tools.byProvider{path_key(kg or '')}.profile",
+            None,
+            0,
+        ),
+        ("tools.allow", "tools.deny", 0),
+        (
+            f"tools.byProvider{path_key(kg or '')}.allow",
+            f"tools.byProvider{path_key(kg or '')}.deny",
+            0,
+        ),
+        (f"{me}.allow", f"{me}.deny", 0),
+        (
+            f"{me}.byProvider{path_key(ka or '')}.allow",
+            f"{me}.byProvider{path_key(ka or '')}.deny",
+            0,
+        ),
+        group_sources(cfg, context),
+        sandbox,
+        ("tools.subagents.tools.allow", "tools.subagents.tools.deny", remaining),
+    ]
     return {
         "agent": agent,
         "steps": steps,
+        "sources": sources,
         "base_profile": base_profile,
         "base_provider": base_provider,
         "profile": profile,
         "provider_profile": provider_profile,
     }
+
+
+def path_key(key: str) -> str:
+    """A key in a removal label: ``.name`` or ``["quoted"]`` (Cedar string escapes)."""
+    if re.fullmatch(r"[_a-zA-Z][_a-zA-Z0-9]*(::[_a-zA-Z][_a-zA-Z0-9]*)*", key):
+        return "." + key
+    escapes = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", "\0": "\\0", '"': '\\"'}
+    out = "".join(
+        escapes.get(c) or (c if c.isprintable() or c == " " else f"\\u{{{ord(c):x}}}") for c in key
+    )
+    return f'["{out}"]'
+
+
+def group_sources(cfg: dict[str, Any], context: dict[str, Any]) -> tuple[str, str, int]:
+    """The labels of the group policy's lists (§5.6): the exact group or ``*``."""
+    gid, channel = context.get("groupId"), context.get("channel")
+    gid = trim(gid) if isinstance(gid, str) else ""
+    channel = trim(channel).lower() if isinstance(channel, str) else ""
+    groups = obj(get(obj(cfg.get("channels")), channel, "groups")) or {}
+    exact = groups.get(gid)
+    key = gid if isinstance(exact, dict) and isinstance(exact.get("tools"), dict) else "*"
+    at = f"channels{path_key(channel)}.groups{path_key(key)}.tools"
+    return f"{at}.allow", f"{at}.deny", 0
+
+
+def sandbox_sources(
+    tools: dict[str, Any], agent_tools: dict[str, Any] | None, me: str
+) -> tuple[str, str, int]:
+    """The labels of the sandbox lists (§5.7): the agent's array, the global one, or default."""
+    g = obj(get(tools, "sandbox", "tools")) or {}
+    a = (obj(get(agent_tools, "sandbox", "tools")) if agent_tools is not None else None) or {}
+
+    def where(name: str) -> str:
+        if arr(a.get(name)) is not None:
+            return f"{me}.sandbox.tools.{name}"
+        if arr(g.get(name)) is not None:
+            return f"tools.sandbox.tools.{name}"
+        return f"tools.sandbox.tools.{name} (default)"
+
+    return where("allow"), where("deny"), 0
 
 
 def group_policy(cfg: dict[str, Any], context: dict[str, Any]) -> dict[str, Any] | None:
@@ -440,7 +519,7 @@ def subagent_policy(
         a = allow
     else:
         a = None
-    return {"allow": a, "deny": remaining + (deny or [])}
+    return {"allow": a, "deny": remaining + (deny or []), "deny_defaults": len(remaining)}
 
 
 # --- §6-§10 -----------------------------------------------------------------------------------
@@ -530,20 +609,29 @@ def resolve(config: Any, tools: list[dict[str, Any]], context: dict[str, Any]) -
 
     # §8 the pipeline
     current = list(entered)
-    for label, pol in steps:
+    for (_, pol), (allow_from, deny_from, defaults) in zip(steps, r["sources"], strict=True):
         if pol is None:
             continue
-        D = patterns(expand(rewrite(pol.get("deny")) or []))
+        deny = pol.get("deny") or []
+        parts = [
+            (f"{deny_from} (default)", patterns(expand(rewrite(deny[:defaults]) or []))),
+            (deny_from, patterns(expand(rewrite(deny[defaults:]) or []))),
+        ]
         A = patterns(expand(rewrite(pol.get("allow")) or []))
         survivors = []
         for t in current:
             n = norm(t.get("name"))
-            if matches(n, D) or (n == "apply_patch" and matches("write", D)):
-                remove(t, label)
+            denied = [
+                label
+                for label, D in parts
+                if matches(n, D) or (n == "apply_patch" and matches("write", D))
+            ]
+            if denied:
+                remove(t, denied[0])
             elif not A or matches(n, A) or (n == "apply_patch" and matches("write", A)):
                 survivors.append(t)
             else:
-                remove(t, label)
+                remove(t, allow_from)
         current = survivors
 
     # phase 6

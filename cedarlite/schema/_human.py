@@ -91,7 +91,7 @@ def _syntax_error(text: str, error: UnexpectedToken, site: ErrorSite) -> SchemaE
     help = f"expected {', '.join(names)}" if names else None
     token = error.token
     if token.type == END:
-        return site.error("unexpected end of input", Span.at(text, len(text)), help)
+        return site.error("unexpected end of input", Span.at(text, len(text.rstrip())), help)
     return site.error(f"unexpected `{token}`", _span(token), help)
 
 

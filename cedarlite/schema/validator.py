@@ -67,7 +67,9 @@ class ValidationIssue(Located):
     ``code`` is stable (``unknown-attribute``, ``unexpected-type``, ``impossible-policy``...);
     ``message`` is one lowercase line with user input in backticks; ``span`` locates the
     offending expression in the policy text; ``help`` is an optional hint (a did-you-mean).
-    ``str(issue)`` renders ``source:line:column`` and a caret snippet.
+    ``policy_id`` is the policy's (positional) id; ``label`` how reports name it (its ``@id``,
+    see :meth:`cedarlite.PolicySet.label`). ``str(issue)`` renders ``source:line:column`` and a
+    caret snippet.
     """
 
     policy_id: str
@@ -78,11 +80,12 @@ class ValidationIssue(Located):
     severity: Severity = "error"
     text: str | None = field(default=None, compare=False, repr=False)
     source: str | None = field(default=None, compare=False, repr=False)
+    label: str | None = field(default=None, compare=False, repr=False)
 
     def to_error(self) -> ValidationError:
         """This issue as a :class:`~cedarlite.ValidationError` (to raise or render)."""
         return ValidationError(
-            f"policy `{self.policy_id}`: {self.message}",
+            f"policy `{self.label or self.policy_id}`: {self.message}",
             span=self.span,
             text=self.text,
             source=self.source,
@@ -171,8 +174,9 @@ class Validator:
             found, notes = self.check(policy)
             if found and text is not None and any(f.span is None for f in found):
                 found, notes = self.check(policies.spanned(policy.id))  # re-parsed with spans
-            errors += _issues(policy.id, found, "error", text, policies.source)
-            warnings += _issues(policy.id, notes, "warning", text, policies.source)
+            where = (policy.id, policies.label(policy.id), text, policies.source)
+            errors += _issues(where, found, "error")
+            warnings += _issues(where, notes, "warning")
         return ValidationResult(tuple(errors), tuple(warnings))
 
     def check(self, policy: Policy) -> tuple[list[Finding], list[Finding]]:
@@ -434,14 +438,12 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 
 def _issues(
-    policy_id: str,
-    findings: list[Finding],
-    severity: Severity,
-    text: str | None,
-    source: str | None,
+    where: tuple[str, str, str | None, str | None], findings: list[Finding], severity: Severity
 ) -> list[ValidationIssue]:
+    """Issues of one policy; ``where`` is its id, label, text and source."""
+    policy_id, label, text, source = where
     return [
-        ValidationIssue(policy_id, f.code, f.message, f.span, f.help, severity, text, source)
+        ValidationIssue(policy_id, f.code, f.message, f.span, f.help, severity, text, source, label)
         for f in findings
     ]
 

@@ -12,13 +12,16 @@ assert res.allowed == ["read"] and res.removed == {"browser": "tools.profile"}
 * :class:`ToolPolicy` is the compiled form to keep when resolving many runs or deciding calls;
   :func:`authorize_call` decides one call, its arguments checked against the tool's parameter
   schema and visible to policies as ``resource.<argument>`` and ``context.input``;
+* :func:`lint_config` reports every mistake in a configuration and run context (JSON path,
+  did-you-mean); ``ToolPolicy(..., strict=True)`` refuses the errors;
 * :func:`cedar_schema` is the Cedar schema of a catalog's calls (to validate argument rules),
   :func:`normalize_tool_parameters` the provider schema normalization of the spec's §12.
 """
 
 from .catalog import ToolCatalog, ToolsError, mcp_tools
 from .compile import ToolPolicySet, compile_config
-from .config import ConfigError, check_config, load_config
+from .config import ConfigError, ConfigIssue, check_config, load_config
+from .lint import RUN_CONTEXT_KEYS, lint_config
 from .params import ToolArgumentError, cedar_schema, normalize_tool_parameters
 from .resolve import (
     CallDecision,
@@ -32,8 +35,10 @@ from .resolve import (
 )
 
 __all__ = [
+    "RUN_CONTEXT_KEYS",
     "CallDecision",
     "ConfigError",
+    "ConfigIssue",
     "EmptyAllowlistError",
     "Explanation",
     "ToolArgumentError",
@@ -47,6 +52,7 @@ __all__ = [
     "check_config",
     "compile_config",
     "explain",
+    "lint_config",
     "load_config",
     "mcp_tools",
     "normalize_tool_parameters",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ..ast import (
     And,
@@ -50,6 +50,7 @@ from ..ast import (
     Variable,
 )
 from ..policyset import PolicySet
+from ..schema.model import json_path_text
 from ..values import EntityUID
 from .catalog import (
     CORE_GROUPS,
@@ -306,6 +307,12 @@ class Variant:
     conditions never overlap. ``principal`` restricts it to one agent, ``excluded`` leaves
     agents out, ``condition`` is on the context. ``base`` is the profile list before
     ``alsoAllow`` (steps 1 and 2), ``profile`` its name.
+
+    ``allow_from``/``deny_from`` name the configuration that decided, as removal labels report
+    it: the path of the list (``agents.coder.tools.deny``, ``tools.byProvider.openai.allow``),
+    of the profile (``tools.profile``), or of a default (``tools.sandbox.tools.deny
+    (default)``). The first ``deny_defaults`` deny entries are the step's default denies
+    (sub-agents): they are labelled as defaults, the rest as ``deny_from``.
     """
 
     step: int
@@ -317,6 +324,9 @@ class Variant:
     condition: Expr = TRUE
     profile: str | None = None
     base: tuple[str, ...] | None = None
+    allow_from: str = ""
+    deny_from: str = ""
+    deny_defaults: int = 0
 
     @property
     def applies(self) -> Expr:
@@ -394,26 +404,59 @@ def build_variants(config: ToolsConfig) -> list[Variant]:
     out += _profile_variants(g, agents)
     out += _provider_profile_variants(g, agents)
     if (p := pick(g)) is not None:
-        out.append(Variant(3, STEP_LABELS[3], "", p))
+        out.append(Variant(3, STEP_LABELS[3], "", p, **lists_from("tools")))
     global_lookup = provider_lookup(g.by_provider if g else None)
     keys = list(global_lookup)
     for k, entry in global_lookup.items():
         if (p := pick(entry)) is not None:
-            out.append(Variant(4, STEP_LABELS[4], k, p, condition=provider_matches(keys, k)))
+            out.append(
+                Variant(4, STEP_LABELS[4], k, p, condition=provider_matches(keys, k),
+                        **lists_from(provider_path("tools", k)))
+            )  # fmt: skip
     for agent, tools in agents.items():
         if (p := pick(tools)) is not None:
-            out.append(Variant(5, STEP_LABELS[5].format(agent=agent), "", p, principal=agent))
+            out.append(
+                Variant(5, STEP_LABELS[5].format(agent=agent), "", p, principal=agent,
+                        **lists_from(agent_path(agent)))
+            )  # fmt: skip
     for agent, tools in agents.items():
         lookup = provider_lookup(tools.by_provider)
         label = STEP_LABELS[6].format(agent=agent)
         for k, entry in lookup.items():
             if (p := pick(entry)) is not None:
                 cond = provider_matches(list(lookup), k)
-                out.append(Variant(6, label, k, p, principal=agent, condition=cond))
+                out.append(
+                    Variant(6, label, k, p, principal=agent, condition=cond,
+                            **lists_from(provider_path(agent_path(agent), k)))
+                )  # fmt: skip
     out += _group_variants(config)
     out += _sandbox_variants(g, agents)
     out += _subagent_variants(config)
     return out
+
+
+def agent_path(agent: str) -> str:
+    """``agents.<id>.tools``: an agent's tools section, named by agent id as the spec's labels
+    name it (normalized ids need no quoting)."""
+    return f"agents.{agent}.tools"
+
+
+def provider_path(section: str, key: str) -> str:
+    """``<section>.byProvider.<key>`` (a key that is not a plain name is quoted)."""
+    return f"{section}.{json_path_text(('byProvider', key))}"
+
+
+class Sources(TypedDict, total=False):
+    """Removal labels of a :class:`Variant` (keyword arguments)."""
+
+    allow_from: str
+    deny_from: str
+    deny_defaults: int
+
+
+def lists_from(section: str) -> Sources:
+    """The removal labels of a section's ``allow`` and ``deny`` lists."""
+    return {"allow_from": f"{section}.allow", "deny_from": f"{section}.deny"}
 
 
 def _per_agent(
@@ -424,29 +467,34 @@ def _per_agent(
 ) -> list[Variant]:
     """Variants of a step whose policy depends on the agent only: agents that differ from the
     default get their own variant, the default applies to everyone else."""
-    default = build(None)
-    special = {a: r for a, t in agents.items() if (r := build(t)) != default}
+    default = build(None, None)
+    special = {a: r for a, t in agents.items() if (r := build(a, t)) != default}
     out = []
-    for agent, (policy, profile, base) in special.items():
+    for agent, (policy, profile, base, labels) in special.items():
         if policy is not None:
             out.append(
                 Variant(step, STEP_LABELS[step], agent, policy, principal=agent,
-                        condition=condition, profile=profile, base=base)
+                        condition=condition, profile=profile, base=base, **labels)
             )  # fmt: skip
-    policy, profile, base = default
+    policy, profile, base, labels = default
     if policy is not None:
         out.append(
             Variant(step, STEP_LABELS[step], "", policy, excluded=tuple(special),
-                    condition=condition, profile=profile, base=base)
+                    condition=condition, profile=profile, base=base, **labels)
         )  # fmt: skip
     return out
 
 
 def _profile_variants(g: Any, agents: Mapping[str, AgentTools]) -> list[Variant]:
-    def build(tools: AgentTools | None) -> tuple[StepPolicy | None, Any, Any]:
-        return _profile_step(
-            _first_set(tools and tools.profile, g and g.profile),
-            _first_set(tools and tools.also_allow, g and g.also_allow),
+    def build(agent: str | None, tools: AgentTools | None) -> tuple[Any, ...]:
+        own = agent is not None and tools is not None and tools.profile is not None
+        section = agent_path(agent) if own else "tools"  # type: ignore[arg-type]
+        return (
+            *_profile_step(
+                _first_set(tools and tools.profile, g and g.profile),
+                _first_set(tools and tools.also_allow, g and g.also_allow),
+            ),
+            Sources(allow_from=f"{section}.profile"),
         )
 
     return _per_agent(1, agents, build)
@@ -511,9 +559,17 @@ def _provider_profile_variants(g: Any, agents: Mapping[str, AgentTools]) -> list
                     provider_match_or_none(gkeys, kg) if matters else TRUE,
                 )
                 key = ",".join(x for x in (agent, ka, kg) if x)
+                section = (
+                    provider_path(agent_path(agent), ka)
+                    if agent is not None
+                    and ka is not None
+                    and entry_a
+                    and entry_a.profile is not None
+                    else provider_path("tools", kg or "")
+                )
                 out.append(
                     Variant(2, label, key, policy, condition=cond, profile=profile, base=base,
-                            **who)
+                            allow_from=f"{section}.profile", **who)
                 )  # fmt: skip
     return out
 
@@ -532,7 +588,8 @@ def _group_variants(config: ToolsConfig) -> list[Variant]:
         for k in exact:
             if (p := pick(entry.groups[k].tools)) is not None:  # type: ignore[union-attr]
                 cond = and_(in_channel, eq(ctx("groupId"), _lit(k)))
-                out.append(Variant(7, label, f"{channel},{k}", p, condition=cond))
+                at = json_path_text(("channels", channel, "groups", k, "tools"))
+                out.append(Variant(7, label, f"{channel},{k}", p, condition=cond, **lists_from(at)))
         star = entry.groups.get("*")
         if star is not None and (p := pick(star.tools)) is not None:
             cond = and_(
@@ -540,7 +597,8 @@ def _group_variants(config: ToolsConfig) -> list[Variant]:
                 Binary(BinOp.NEQ, ctx("groupId"), _lit("")),
                 not_(set_contains(exact, ctx("groupId"))),
             )
-            out.append(Variant(7, label, f"{channel},*", p, condition=cond))
+            at = json_path_text(("channels", channel, "groups", "*", "tools"))
+            out.append(Variant(7, label, f"{channel},*", p, condition=cond, **lists_from(at)))
     return out
 
 
@@ -569,17 +627,30 @@ def sandbox_policy(
     return StepPolicy(tuple(built), tuple(denied))
 
 
+SANDBOX_LISTS = "tools.sandbox.tools"
+
+
 def _sandbox_variants(g: Any, agents: Mapping[str, AgentTools]) -> list[Variant]:
     glob = g.sandbox.tools if g is not None and g.sandbox is not None else None
 
-    def build(tools: AgentTools | None) -> tuple[StepPolicy, None, None]:
+    def build(agent: str | None, tools: AgentTools | None) -> tuple[Any, ...]:
         own = tools.sandbox.tools if tools is not None and tools.sandbox is not None else None
 
-        def field(name: str) -> Any:
+        def field(name: str) -> tuple[Any, str]:
+            """The chosen array (the agent's replaces the global one) and where it is."""
             value = getattr(own, name) if own is not None else None
-            return value if value is not None else (getattr(glob, name) if glob else None)
+            if value is not None:
+                return value, f"{agent_path(agent)}.sandbox.tools"  # type: ignore[arg-type]
+            return (getattr(glob, name) if glob else None), SANDBOX_LISTS
 
-        return sandbox_policy(field("allow"), field("also_allow"), field("deny")), None, None
+        (allow, allow_at), (also, _), (deny, deny_at) = map(field, ("allow", "also_allow", "deny"))
+        labels = Sources(
+            allow_from=f"{allow_at}.allow"
+            if allow is not None
+            else f"{SANDBOX_LISTS}.allow (default)",
+            deny_from=f"{deny_at}.deny" if deny is not None else f"{SANDBOX_LISTS}.deny (default)",
+        )
+        return sandbox_policy(allow, also, deny), None, None, labels
 
     return _per_agent(8, agents, build, condition=ctx("sandboxed"))
 
@@ -600,15 +671,19 @@ def _subagent_variants(config: ToolsConfig) -> list[Variant]:
     depth = ctx("subagentDepth")
     n = config.max_spawn_depth
     label = STEP_LABELS[9]
+    at = "tools.subagents.tools"
     out = [
         Variant(9, label, "leaf", StepPolicy(built, (*always, *leaf, *(deny or ()))),
-                condition=Binary(BinOp.GE, depth, _lit(n)))
+                condition=Binary(BinOp.GE, depth, _lit(n)),
+                deny_defaults=len(always) + len(leaf), allow_from=f"{at}.allow",
+                deny_from=f"{at}.deny")
     ]  # fmt: skip
     if n > 1:
         cond = and_(Binary(BinOp.GE, depth, _lit(1)), Binary(BinOp.LT, depth, _lit(n)))
         out.insert(
             0, Variant(9, label, "orchestrator", StepPolicy(built, (*always, *(deny or ()))),
-                       condition=cond)
+                       condition=cond, deny_defaults=len(always), allow_from=f"{at}.allow",
+                       deny_from=f"{at}.deny")
         )  # fmt: skip
     return out
 
@@ -855,8 +930,13 @@ class _Builder:
         when: Expr = TRUE,
         unless: Expr = FALSE,
         notes: Mapping[str, str] | None = None,
+        label: str | None = None,
     ) -> str | None:
-        """Add one policy (folded: nothing when it can never apply)."""
+        """Add one policy (folded: nothing when it can never apply).
+
+        ``name`` becomes its ``@id`` (made unique), ``layer`` its ``@layer``; ``label`` (default:
+        the layer) is what a removal by this policy is reported as.
+        """
         if _is_false(when) or _is_true(unless):
             return None
         pid = f"policy{len(self.policies)}"
@@ -887,7 +967,7 @@ class _Builder:
             )
         )
         if layer is not None:
-            self.layers[pid] = (rank, layer)
+            self.layers[pid] = (rank, label or layer)
         return pid
 
 
@@ -1009,40 +1089,49 @@ def _owner_only(b: _Builder, catalog: ToolCatalog) -> None:
 def _compile_variant(
     b: _Builder, v: Variant, expander: _Expander, catalog: ToolCatalog
 ) -> CompiledStep:
-    """The forbids of one step variant: one for its deny list, one for its allowlist."""
+    """The forbids of one step variant: one per part of its deny list (its defaults, then the
+    configured entries), one for its allowlist.
+
+    Each forbid's ``@id`` is the configuration path that decides (``agents.coder.tools.deny``);
+    its rank orders the deny parts before the allowlist, as the spec checks deny first.
+    """
     rank = v.step * 10
-    name = v.label + (f"[{v.key}]" if v.key else "")
     cond = and_(principal_not_in(v.excluded), v.condition)
     notes = {"profile": v.profile} if v.step <= 2 and isinstance(v.profile, str) else {}
     ids: list[str | None] = []
-    deny_entries: tuple[tuple[Any, Expr], ...] = ()
+    deny_entries: list[tuple[Any, Expr]] = []
     allow_entries: tuple[tuple[Any, Expr], ...] = ()
 
-    def add(kind: str, entries: Sequence[Any], **parts: Any) -> None:
+    def add(label: str, order: int, entries: Sequence[Any], **parts: Any) -> None:
         note = {**notes, "entries": _entries_note(entries)}
         ids.append(
-            b.add(Effect.FORBID, f"{name}/{kind}", v.label, rank, principal=v.principal,
-                  notes=note, **parts)
+            b.add(Effect.FORBID, label, v.label, rank + order, principal=v.principal,
+                  notes=note, label=label, **parts)
         )  # fmt: skip
 
-    if v.policy.deny:
-        exp = expander.expand(v.policy.deny)
-        deny_entries = tuple((e, _match(us, catalog, False).expr()) for e, us in exp.entries)
+    deny = v.policy.deny or ()
+    parts = [
+        (f"{v.deny_from} (default)", deny[: v.deny_defaults]),
+        (v.deny_from, deny[v.deny_defaults :]),
+    ]
+    for order, (label, entries) in enumerate(p for p in parts if p[1]):
+        exp = expander.expand(entries)
+        deny_entries += [(e, _match(us, catalog, False).expr()) for e, us in exp.entries]
         m = _match(exp.units, catalog, True)
         if m.every:  # the whole step is a deny
-            add("deny", v.policy.deny, when=cond)
+            add(label, order, entries, when=cond)
         elif not m.parts and m.static:  # actions known at compile time: in the scope
-            add("deny", v.policy.deny, action=m.static, when=cond)
+            add(label, order, entries, action=m.static, when=cond)
         elif m.parts:
-            add("deny", v.policy.deny, when=and_(cond, m.expr()))
+            add(label, order, entries, when=and_(cond, m.expr()))
     if v.policy.allow:
         exp = expander.expand(v.policy.allow)
         allow_entries = tuple((e, _match(us, catalog, False).expr()) for e, us in exp.entries)
         m = _match(exp.units, catalog, True)
         if not m.every:
-            add("allow", v.policy.allow, when=and_(cond, exp.nonempty), unless=m.expr())
+            add(v.allow_from, 5, v.policy.allow, when=and_(cond, exp.nonempty), unless=m.expr())
     policy_ids = tuple(pid for pid in ids if pid is not None)
-    return CompiledStep(v, policy_ids, allow_entries, deny_entries)
+    return CompiledStep(v, policy_ids, allow_entries, tuple(deny_entries))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 The spec reads configurations leniently: a missing key and ``null`` are the same, a list field
 that is not an array counts as not set, an object field that is not an object is absent, entries
 that are not strings match nothing. :func:`load_config` reads exactly that way (never rejecting
-what the spec reads) and reports every such value as a :class:`ConfigIssue` naming its JSON
-path; ``strict=True`` turns the issues into a :class:`ConfigError` (a linter's view).
+what the spec reads) and returns the errors :mod:`cedarlite.tools.lint` finds, each a
+:class:`ConfigIssue` naming its JSON path; ``strict=True`` turns them into a
+:class:`ConfigError`.
 
 One set of models serves both readings: every field is declared with its proper type, and a
 wrap validator falls back to the spec's reading (``None``, or the raw array) when validation
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -27,9 +28,9 @@ from pydantic import (
     WrapValidator,
 )
 
-from ..entities import load_json
 from ..errors import CedarliteError
 from ..schema.model import json_path_text
+from ..source import Span
 from ..values import I64_MAX
 
 
@@ -45,16 +46,74 @@ class ConfigError(CedarliteError):
         super().__init__(message, **kwargs)
         self.issues = issues
 
+    def render(self) -> str:
+        """The message, then every error finding beyond the first, one per line."""
+        errors = [i for i in self.issues if i.severity == "error"]
+        more = "".join(f"\n  {issue}" for issue in errors[1:])
+        return super().render() + more
+
+
+Severity = Literal["error", "warning"]
+
 
 @dataclass(frozen=True, slots=True)
 class ConfigIssue:
-    """A value the spec reads as "not set" (or as matching nothing): its path and why."""
+    """One finding on a configuration or run context (see :func:`cedarlite.tools.lint_config`).
 
-    path: str
+    ``loc`` is its JSON path as a tuple (``("tools", "deny", 0)``), ``path`` the same as text
+    (``tools.deny[0]``); ``message`` says what is wrong and how the spec reads it; ``help`` is
+    a hint (a did-you-mean); ``severity`` is ``"error"`` (a strict policy refuses it) or
+    ``"warning"``; ``code`` is stable (``unknown-key``, ``wrong-type``, ``no-match``...);
+    ``on_key`` marks findings about an object key rather than its value.
+    """
+
+    loc: tuple[str | int, ...]
     message: str
+    help: str | None = None
+    severity: Severity = "error"
+    code: str = "invalid-value"
+    on_key: bool = False
+
+    @property
+    def path(self) -> str:
+        """The JSON path as text (``agents.list[1].tools.deny``; ``<config>`` for the root)."""
+        return json_path_text(self.loc) or "<config>"
+
+    def to_error(
+        self, text: str | None = None, source: str | None = None, span: Span | None = None
+    ) -> ConfigError:
+        """This finding as a located :class:`ConfigError` (to render with a caret snippet)."""
+        return ConfigError(
+            f"`{self.path}`: {self.message}",
+            span=span,
+            text=text,
+            source=source,
+            help=self.help,
+            code=self.code,
+        )
+
+    def render(
+        self, text: str | None = None, source: str | None = None, span: Span | None = None
+    ) -> str:
+        """``source:line:column: error[code]: `path`: message``, a caret snippet and the help."""
+        rendered = self.to_error(text, source, span).render()
+        if self.severity == "warning":
+            rendered = rendered.replace(": error[", ": warning[", 1)
+        return rendered
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"path", "severity", "code", "message", "help"}``."""
+        return {
+            "path": self.path,
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "help": self.help,
+        }
 
     def __str__(self) -> str:
-        return f"`{self.path}`: {self.message}"
+        hint = f" ({self.help})" if self.help else ""
+        return f"`{self.path}`: {self.message}{hint}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,13 +162,6 @@ def _provider_entry(v: Any, handler: ValidatorFunctionWrapHandler, info: Validat
         if not _lenient(info):
             raise
         return None if v is None else ProviderEntry.model_validate({})
-
-
-def _number(v: Any) -> Any:
-    """``maxSpawnDepth`` must be a number (booleans and strings are not)."""
-    if v is None or (isinstance(v, int | float) and not isinstance(v, bool)):
-        return v
-    raise ValueError("expected a number")
 
 
 Entries = Annotated[list[str] | None, WrapValidator(_entries)]
@@ -238,72 +290,37 @@ class ToolsConfig(_Model):
 # ---------------------------------------------------------------------------------------------
 # Loading
 
-_MESSAGES = {
-    "list_type": "expected an array of strings; the spec reads this value as not set",
-    "string_type": "expected a string",
-    "model_type": "expected an object; the spec reads this value as absent",
-    "dict_type": "expected an object; the spec reads this value as absent",
-    "model_attributes_type": "expected an object; the spec reads this value as absent",
-}
-
-
-def _issues(err: ValidationError) -> tuple[ConfigIssue, ...]:
-    out = []
-    for e in err.errors():
-        loc = tuple(x for x in e["loc"] if not (isinstance(x, str) and x.startswith("function-")))
-        message = _MESSAGES.get(e["type"], str(e["msg"]).lower())
-        if e["type"] == "string_type" and loc and isinstance(loc[-1], int):
-            message = "expected a string; the spec reads this entry as matching nothing"
-        out.append(ConfigIssue(json_path_text(loc) or "<config>", message))
-    return tuple(out)
-
-
-def _check_numbers(config: ToolsConfig) -> tuple[ConfigIssue, ...]:
-    defaults = config.agents.defaults if config.agents else None
-    sub = defaults.subagents if defaults else None
-    value = sub.max_spawn_depth if sub else None
-    try:
-        _number(value)
-    except ValueError:
-        path = "agents.defaults.subagents.maxSpawnDepth"
-        return (ConfigIssue(path, "expected a number; the spec reads the default 1"),)
-    return ()
-
 
 def load_config(
     config: Mapping[str, Any] | str | None, *, strict: bool = False
 ) -> tuple[ToolsConfig, tuple[ConfigIssue, ...]]:
     """Read a tools configuration (a dict, JSON text or ``None``) the way the spec reads it.
 
-    Returns the model and the issues (values the spec reads as not set). With ``strict=True``
-    any issue raises :class:`ConfigError`. A configuration that is not a JSON object always
-    raises.
+    Returns the model and the configuration's errors (see :func:`check_config`). With
+    ``strict=True`` an error raises :class:`ConfigError`. A configuration that is not a JSON
+    object always raises.
     """
-    if isinstance(config, str | bytes):
-        config = load_json(config, "config", ConfigError)
-    if config is None:
-        config = {}
-    if not isinstance(config, Mapping):
-        raise ConfigError(f"the tools configuration must be a JSON object, not `{_kind(config)}`")
-    issues: tuple[ConfigIssue, ...] = ()
+    from .lint import as_object, errors_of, lint_config, raise_errors
+
+    raw = as_object(config)
+    model = read_config(raw)
+    findings = lint_config(raw)
+    if strict:
+        raise_errors(findings)
+    return model, tuple(errors_of(findings))
+
+
+def read_config(raw: Mapping[str, Any]) -> ToolsConfig:
+    """The model of a configuration object, read leniently as the spec reads it (no checks)."""
     try:
-        model = ToolsConfig.model_validate(config)
-    except ValidationError as err:
-        issues = _issues(err)
-        try:
-            model = ToolsConfig.model_validate(config, context={"lenient": True})
-        except ValidationError as inner:  # pragma: no cover - the lenient reading accepts all
-            raise ConfigError(f"cannot read the tools configuration: {inner}") from None
-    issues += _check_numbers(model)
-    if strict and issues:
-        first = issues[0]
-        more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
-        raise ConfigError(f"invalid tools configuration at {first}{more}", issues=issues)
-    return model, issues
+        return ToolsConfig.model_validate(raw, context={"lenient": True})
+    except ValidationError as err:  # pragma: no cover - the lenient reading accepts all
+        raise ConfigError(f"cannot read the tools configuration: {err}") from None
 
 
 def check_config(config: Mapping[str, Any] | str | None) -> tuple[ConfigIssue, ...]:
-    """The issues of a configuration: every value the spec silently reads as not set."""
+    """The errors of a configuration, checked without a catalog (see
+    :func:`cedarlite.tools.lint_config`, which also takes the run's tools and context)."""
     return load_config(config)[1]
 
 
@@ -316,9 +333,3 @@ def js_truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value != ""
     return True
-
-
-def _kind(value: Any) -> str:
-    return {list: "array", bool: "boolean", int: "number", float: "number"}.get(
-        type(value), type(value).__name__
-    )

@@ -56,6 +56,7 @@ from .catalog import (
     TOOL_TYPE,
     ToolCatalog,
     ToolInfo,
+    ToolsError,
     action_uid,
     group_uid,
     guard_depth,
@@ -136,7 +137,7 @@ CORE_PARAMETERS: dict[str, dict[str, Any]] = {
 }
 
 
-class ToolArgumentError(CedarliteError):
+class ToolArgumentError(ToolsError):
     """Call arguments that do not conform to the tool's parameter schema (or an unknown tool).
 
     ``argument`` is the JSON path of the offending argument (``None`` for the whole call).

@@ -15,21 +15,25 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from cachetools import LRUCache
 
+from ..ast import Effect, Policy, ScopeOp
 from ..authorizer import Decision, Response, is_authorized
 from ..compiler import is_authorized_batch
 from ..compiler.codegen import compile_predicate
 from ..entities import Entities
-from ..errors import CedarliteError
+from ..errors import CedarliteError, ValidationError
 from ..evaluator import Evaluator, Request
 from ..policyset import PolicySet
+from ..schema.model import Schema
+from ..schema.validator import ValidationIssue, ValidationResult, Validator
 from ..values import I64_MAX, I64_MIN, EntityUID, Record
 from .catalog import (
     CORE_GROUPS,
@@ -53,9 +57,18 @@ from .compile import (
     ToolPolicySet,
     compile_config,
 )
-from .config import ToolsConfig, js_truthy, load_config
+from .config import ConfigIssue, ToolsConfig, js_truthy, read_config
+from .lint import (
+    as_object,
+    configured_agents,
+    context_issues,
+    did_you_mean,
+    errors_of,
+    lint_config,
+    raise_errors,
+)
 from .names import js_trim, norm, norm_agent_id, trim_lower
-from .params import ToolArgumentError, call_arguments, call_entity
+from .params import ToolArgumentError, call_arguments, call_entity, cedar_schema
 
 #: The engine every tool decision uses: cedarlite's compiled decision index (the reference
 #: interpreter, ``"reference"``, gives the same answers).
@@ -213,7 +226,8 @@ class ToolResolution:
     ``allowed``: names exactly as given, in input order. ``removed``: each other tool name →
     the label of the earliest layer (pipeline order) whose policy removed it. ``warnings``: the
     diagnostics of spec §10 and the registration diagnostics of §6.2. ``error``: the guard
-    message of §9 when it applies (:func:`resolve_tools` raises it).
+    message of §9 when it applies (:func:`resolve_tools` raises it). ``findings``: the lint
+    findings of the configuration and the run context (:func:`~cedarlite.tools.lint_config`).
     """
 
     allowed: list[Any]
@@ -222,6 +236,7 @@ class ToolResolution:
     error: str | None = None
     context: RunContext = field(default_factory=RunContext)
     decisions: tuple[ToolDecision, ...] = ()
+    findings: tuple[ConfigIssue, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The output of spec §4.4: ``{"allowed": [...]}`` or ``{"error": "..."}``."""
@@ -234,7 +249,8 @@ class StepTrace:
 
     ``verdict`` is ``"removed"``, ``"kept"`` or ``"skipped"`` (the layer has no policy for this
     run). ``allow_matches``/``deny_matches`` are the configured entries that match the tool;
-    ``policies`` the ``@id`` of the layer's Cedar policies, ``fired`` those that were satisfied.
+    ``policies`` the ``@id`` of the layer's Cedar policies, ``fired`` those that were satisfied;
+    ``removed_as`` the configuration path that removed the tool (``tools.deny``).
     """
 
     label: str
@@ -243,18 +259,18 @@ class StepTrace:
     deny_matches: tuple[Any, ...] = ()
     policies: tuple[str, ...] = ()
     fired: tuple[str, ...] = ()
+    removed_as: str | None = None
 
     def __str__(self) -> str:
-        parts = [f"{self.label}: {self.verdict}"]
-        if self.verdict == "removed" and self.policies and not self.deny_matches:
-            parts.append("not in the allowlist" if not self.allow_matches else "")
-        if self.allow_matches:
-            parts.append(f"allowed by {_show(self.allow_matches)}")
+        head = f"{self.label}: {self.verdict}"
+        parts = [f"{head} by {self.removed_as}" if self.removed_as else head]
         if self.deny_matches:
-            parts.append(f"denied by {_show(self.deny_matches)}")
-        if self.fired:
-            parts.append(f"policies {_show(self.fired)}")
-        return "; ".join(p for p in parts if p)
+            parts.append(f"deny {_matching(self.deny_matches)}")
+        if self.allow_matches:
+            parts.append(f"allow {_matching(self.allow_matches)}")
+        elif self.verdict == "removed" and not self.deny_matches and self.policies:
+            parts.append("no allow entry matches")
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -271,8 +287,10 @@ class Explanation:
         return "\n".join([head, *(f"  {s}" for s in self.steps)])
 
 
-def _show(items: Iterable[Any]) -> str:
-    return ", ".join(str(i) for i in items)
+def _matching(entries: Sequence[Any]) -> str:
+    """``entry `cron` matches`` / ``entries `a`, `b` match``."""
+    shown = ", ".join(f"`{e}`" for e in entries)
+    return f"entry {shown} matches" if len(entries) == 1 else f"entries {shown} match"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,8 +302,15 @@ class ToolPolicy:
 
     ``config`` is the JSON configuration (spec §4.1); ``tools`` the run's tool list (spec §4.2)
     or a :class:`ToolCatalog`; ``engine`` the cedarlite engine (``"compiled"`` or
-    ``"reference"``, which agree). ``issues`` lists the configuration values the spec reads as
-    not set.
+    ``"reference"``, which agree).
+
+    ``findings`` are the configuration's lint findings against this catalog
+    (:func:`~cedarlite.tools.lint_config`), split into ``errors`` and ``warnings``. With
+    ``strict=True`` (what a guard in front of calls wants) an error raises
+    :class:`~cedarlite.tools.ConfigError` here, and every run context is checked by
+    :meth:`check_context` before it is used; warnings (list entries that match nothing in
+    this catalog: a plugin may be absent) are never raised. ``strict=False`` reads everything
+    as OpenClaw does.
     """
 
     def __init__(
@@ -293,20 +318,54 @@ class ToolPolicy:
         config: Mapping[str, Any] | str | None,
         tools: Iterable[Mapping[str, Any]] | ToolCatalog,
         *,
+        strict: bool = False,
         engine: str = ENGINE,
     ) -> None:
         self.engine = engine
-        self.config, self.issues = load_config(config)
+        self.strict = strict
+        raw = as_object(config)
+        self.config = read_config(raw)
         self.catalog = tools if isinstance(tools, ToolCatalog) else ToolCatalog.from_tools(tools)
+        self.findings: tuple[ConfigIssue, ...] = lint_config(raw, self.catalog)
+        if strict:
+            raise_errors(self.findings)
+        self._agents = configured_agents(raw)
         self.policies: ToolPolicySet = compile_config(self.config, self.catalog)
         self.entities: Entities = self.catalog.entities
-        self._merged: dict[Any, tuple[Any, PolicySet, dict[str, str]]] = {}
+        self._merged: dict[Any, tuple[Any, PolicySet, Mapping[str, str]]] = {}
         self._applies: dict[int, Any] = {}
-        self._labels = _labels(self.policies)
+        self._labels = self.policies.labels
         self._targets = [(t, t.action, t.resource) for t in self.catalog.tools if t.registered]
 
     def __repr__(self) -> str:
         return f"<ToolPolicy: {len(self.policies)} policies, {len(self.catalog)} tools>"
+
+    @property
+    def errors(self) -> tuple[ConfigIssue, ...]:
+        """The error findings of the configuration (a strict policy has none)."""
+        return tuple(errors_of(self.findings))
+
+    @property
+    def warnings(self) -> tuple[ConfigIssue, ...]:
+        """The warning findings: list entries that match nothing in this catalog."""
+        return tuple(f for f in self.findings if f.severity == "warning")
+
+    @property
+    def issues(self) -> tuple[ConfigIssue, ...]:
+        """The error findings (the name :func:`~cedarlite.tools.load_config` uses)."""
+        return self.errors
+
+    def check_context(self, context: Mapping[str, Any] | None) -> None:
+        """For a strict policy, raise :class:`~cedarlite.tools.ConfigError` for a run context
+        with unknown keys (``agentID``), values of the wrong type (``"sandboxed": "true"``) or
+        an agent id the configuration does not list, each with a did-you-mean. A lenient
+        policy accepts any context (the spec reads what it can)."""
+        if self.strict:
+            raise_errors(context_issues(context, self._agents), "run context")
+
+    def context_findings(self, context: Mapping[str, Any] | None) -> tuple[ConfigIssue, ...]:
+        """The findings :meth:`check_context` would raise, for any policy."""
+        return tuple(context_issues(context, self._agents))
 
     def to_cedar(self) -> str:
         """The Cedar text of the compiled policies."""
@@ -352,7 +411,11 @@ class ToolPolicy:
 
     @guard_depth
     def resolve(self, context: Mapping[str, Any] | None) -> ToolResolution:
-        """The tools offered to the model for a run (spec §4.4); never raises the guard."""
+        """The tools offered to the model for a run (spec §4.4); never raises the guard.
+
+        The resolution's ``findings`` are the configuration's and the context's lint findings.
+        """
+        self.check_context(context)
         run = RunContext.of(context, self.config)
         decisions = self.decide(run)
         allowed = [d.tool.name for d in decisions if d.allowed]
@@ -366,7 +429,8 @@ class ToolPolicy:
         warnings = self._registration_notes(decisions) + _unknown_entry_warnings(steps, decisions)
         _emit(warnings)
         error = _guard(steps, decisions, run)
-        return ToolResolution(allowed, removed, warnings, error, run, decisions)
+        findings = self.findings + self.context_findings(context)
+        return ToolResolution(allowed, removed, warnings, error, run, decisions, findings)
 
     @staticmethod
     def _registration_notes(decisions: Sequence[ToolDecision]) -> list[str]:
@@ -382,12 +446,14 @@ class ToolPolicy:
     @guard_depth
     def explain(self, tool: Any, context: Mapping[str, Any] | None) -> Explanation:
         """The step-by-step trace of one tool (a name of the catalog, exactly as given)."""
+        self.check_context(context)
         run = RunContext.of(context, self.config)
         info = tool if isinstance(tool, ToolInfo) else self.catalog.find(tool)
         if info is None:
             info = next((t for t in self.catalog.tools if _same_name(t.name, tool)), None)
         if info is None:
-            raise ToolsError(f"no tool `{tool}` in the catalog")
+            names = [t.name for t in self.catalog.tools if isinstance(t.name, str)]
+            raise ToolsError(f"no tool `{tool}` in the catalog", help=did_you_mean(tool, names))
         decision = next(d for d in self.decide(run) if d.tool.index == info.index)
         return Explanation(
             info.name, decision.allowed, decision.removed_by, self._trace(info, run, decision)
@@ -416,7 +482,8 @@ class ToolPolicy:
                 out.append(StepTrace(STEP_LABELS[number].format(agent=run.agent), "skipped"))
                 continue
             step = steps[0]
-            fired = tuple(ids[p] for p in step.policy_ids if p in reasons)
+            fired = [p for p in step.policy_ids if p in reasons]
+            decided = min((plan.layers[p] for p in fired), default=None)
             out.append(
                 StepTrace(
                     step.variant.display_label,
@@ -424,7 +491,8 @@ class ToolPolicy:
                     tuple(e for e, expr in step.allow_entries if ev.evaluate(expr) is True),
                     tuple(e for e, expr in step.deny_entries if ev.evaluate(expr) is True),
                     tuple(ids[p] for p in step.policy_ids),
-                    fired,
+                    tuple(ids[p] for p in fired),
+                    decided[1] if decided else None,
                 )
             )
         out.append(
@@ -455,14 +523,17 @@ class ToolPolicy:
         call_id: str = "call",
     ) -> CallDecision:
         """May this call run? The tool must be offered to the run, and ``rules`` (argument
-        policies such as ``policies/exec-commands.cedar``) must not forbid it.
+        policies such as ``policies/exec-commands.cedar``; best loaded once with
+        :meth:`load_rules`, else validated on first use) must not forbid it.
 
         The arguments are checked against the tool's parameter schema and become the
         attributes of the call's resource (``resource.command``) and ``context.input``.
         Fails closed: a policy that cannot be evaluated denies the call. Raises
         :class:`~cedarlite.tools.params.ToolArgumentError` for an unknown tool or arguments
-        that do not conform.
+        that do not conform (and, for a strict policy, :class:`~cedarlite.tools.ConfigError`
+        for a run context :meth:`check_context` refuses).
         """
+        self.check_context(context)
         run = RunContext.of(context, self.config)
         info = self._called(tool, run)
         arguments = call_arguments(info, params)
@@ -481,14 +552,111 @@ class ToolPolicy:
     def _called(self, tool: Any, run: RunContext) -> ToolInfo:
         candidates = [t for t in self.catalog.registered if _same_name(t.name, tool)]
         if not candidates:
-            raise ToolArgumentError(f"unknown tool `{tool}`")
+            names = [t.name for t in self.catalog.registered if isinstance(t.name, str)]
+            raise ToolArgumentError(f"unknown tool `{tool}`", help=did_you_mean(tool, names))
         if len(candidates) == 1:
             return candidates[0]
         allowed = {d.tool.index for d in self.decide(run) if d.allowed}
         return next((t for t in candidates if t.index in allowed), candidates[0])
 
-    def _with_rules(self, rules: PolicySet | str | None) -> tuple[PolicySet, dict[str, str]]:
-        """The compiled policies plus argument ``rules``, and each policy's ``@id`` label."""
+    # -- argument rules ----------------------------------------------------------------------
+
+    @cached_property
+    def schema(self) -> Schema:
+        """The Cedar schema of this catalog's calls (:func:`~cedarlite.tools.cedar_schema`)."""
+        return cedar_schema(self.catalog)
+
+    @cached_property
+    def _validator(self) -> Validator:
+        return Validator(self.schema)
+
+    def load_rules(
+        self,
+        rules: PolicySet | str | Sequence[str | os.PathLike[str]] | os.PathLike[str],
+        *,
+        validate: bool = True,
+    ) -> PolicySet:
+        """Argument rules for :meth:`authorize_call`, checked against this catalog's schema.
+
+        ``rules`` is a :class:`~cedarlite.PolicySet`, Cedar text, or ``.cedar`` paths (several
+        files are merged: each keeps its policies' ids, prefixed with the file's path). Each
+        file is validated with :meth:`validate_rules`; any error raises
+        :class:`~cedarlite.ValidationError` whose ``str()`` renders every issue with
+        ``file:line:column`` and a caret (Cedar skips a policy that errors at run time, so a
+        forbid naming a missing attribute would otherwise never fire). ``validate=False``
+        skips the check. The result can be passed as ``authorize_call(..., rules=...)``.
+        """
+        if isinstance(rules, PolicySet):
+            sets = [rules]
+        elif isinstance(rules, str):
+            sets = [PolicySet.from_str(rules, "<rules>")]
+        else:
+            paths = [rules] if isinstance(rules, os.PathLike) else list(rules)
+            sets = [PolicySet.from_file(path) for path in paths]
+        warnings: list[ValidationIssue] = []
+        if validate:
+            results = [self.validate_rules(ps) for ps in sets]
+            issues = [i for r in results for i in r.errors]
+            if issues:
+                raise RulesError(issues)
+            warnings = [w for r in results for w in r.warnings]
+        if len(sets) == 1:
+            policies: list[Policy] = list(sets[0])
+            source = sets[0].source
+        else:
+            policies = [replace(p, id=f"{ps.source}:{p.id}") for ps in sets for p in ps]
+            source = None
+        checked = self.catalog.fingerprint if validate else _UNCHECKED
+        return RuleSet(policies, source, checked, tuple(warnings))
+
+    def validate_rules(self, rules: PolicySet | str) -> ValidationResult:
+        """Cedar's strict validation of argument rules against :attr:`schema`, for a guard.
+
+        Two findings change severity: a rule that applies to no tool of this catalog (its
+        actions are tools the run does not have, or, for a rule on every action, no tool has
+        the arguments it reads) is a warning, not an error: it can never apply, and never needs
+        to. A *forbid* on named tools of this run that is impossible (false for every call the
+        schema allows, e.g. ``resource has comand && ...``) is an error, not a warning: it
+        guards nothing.
+        """
+        ps = rules if isinstance(rules, PolicySet) else PolicySet.from_str(rules, "<rules>")
+        result = self._validator.validate(ps)
+        absent = {p.id for p in ps if self._applies_to_no_tool(p)}
+        errors: list[ValidationIssue] = []
+        warnings: list[ValidationIssue] = []
+        for issue in (*result.errors, *result.warnings):
+            policy = ps.get(issue.policy_id)
+            if issue.policy_id in absent and issue.code in _NO_TOOL_CODES:
+                if issue.code == "invalid-action-application":
+                    warnings.append(
+                        replace(issue, code="no-tool-in-run", severity="warning",
+                                message="this rule applies to no tool of this run")
+                    )  # fmt: skip
+            elif issue.code == "impossible-policy" and policy and policy.effect is Effect.FORBID:
+                if policy.action.op is ScopeOp.ANY:  # a rule for whichever tool has an argument
+                    warnings.append(
+                        replace(issue, code="no-tool-in-run", message="this rule applies to no "
+                                "tool of this run (none has the arguments it reads)")
+                    )  # fmt: skip
+                    continue
+                errors.append(
+                    replace(issue, severity="error", message="this forbid can never apply: it is "
+                            "false for every call the schema allows", help=_IMPOSSIBLE_HELP)
+                )  # fmt: skip
+            else:
+                (errors if issue.severity == "error" else warnings).append(issue)
+        return ValidationResult(tuple(errors), tuple(warnings))
+
+    def _applies_to_no_tool(self, policy: Policy) -> bool:
+        """The rule's action scope names only actions that apply to nothing in this catalog."""
+        actions = self._validator.scope_actions(policy.action)
+        return bool(actions) and all(self.schema.actions[a].applies_to is None for a in actions)
+
+    def _with_rules(self, rules: PolicySet | str | None) -> tuple[PolicySet, Mapping[str, str]]:
+        """The compiled policies plus argument ``rules``, and each policy's ``@id`` label.
+
+        Rules not loaded by :meth:`load_rules` for this catalog are validated first (once).
+        """
         if rules is None:
             return self.policies, self._labels
         key = rules if isinstance(rules, str) else id(rules)
@@ -496,7 +664,11 @@ class ToolPolicy:
         # Text is its own key; a PolicySet is keyed by identity (checked: ids are reused).
         if cached is not None and (isinstance(rules, str) or cached[0] is rules):
             return cached[1], cached[2]
-        extra = PolicySet.from_str(rules, "<rules>") if isinstance(rules, str) else rules
+        extra: PolicySet
+        if isinstance(rules, RuleSet) and rules.checked in (self.catalog.fingerprint, _UNCHECKED):
+            extra = rules
+        else:
+            extra = self.load_rules(rules)
         renamed = [
             replace(
                 p, id=f"rule{i}", annotations={"id": p.annotations.get("id", p.id), **p.annotations}
@@ -504,11 +676,51 @@ class ToolPolicy:
             for i, p in enumerate(extra.active)
         ]
         merged = PolicySet([*self.policies, *renamed])
-        labels = _labels(merged)
+        labels = merged.labels
         if len(self._merged) > 16:
             self._merged.clear()
         self._merged[key] = (rules, merged, labels)
         return merged, labels
+
+
+_UNCHECKED = "<not validated>"
+_NO_TOOL_CODES = ("invalid-action-application", "impossible-policy")
+_IMPOSSIBLE_HELP = (
+    "check attribute names and types against the catalog's schema (`cedarlite tools schema`)"
+)
+
+
+class RuleSet(PolicySet):
+    """Argument rules loaded by :meth:`ToolPolicy.load_rules`: a :class:`~cedarlite.PolicySet`
+    that remembers the catalog it was validated against (``checked``) and the validation's
+    ``warnings`` (rules that apply to no tool of the run, impossible permits...)."""
+
+    __slots__ = ("checked", "warnings")
+
+    def __init__(
+        self,
+        policies: Iterable[Policy],
+        source: str | None,
+        checked: str,
+        warnings: tuple[ValidationIssue, ...] = (),
+    ) -> None:
+        super().__init__(policies, source=source)
+        self.checked = checked
+        self.warnings = warnings
+
+
+class RulesError(ValidationError):
+    """Argument rules that do not validate against the catalog's schema: ``issues`` holds
+    every :class:`~cedarlite.ValidationIssue`; ``str()`` renders them all with their snippets.
+    """
+
+    def __init__(self, issues: Sequence[ValidationIssue]) -> None:
+        n = len(issues)
+        super().__init__(f"{n} validation error{'s' if n != 1 else ''} in the argument rules")
+        self.issues = tuple(issues)
+
+    def render(self) -> str:
+        return "\n\n".join([*(i.render() for i in self.issues), f"error: {self.message}"])
 
 
 @dataclass(frozen=True)
@@ -523,11 +735,6 @@ class CallDecision:
 
     def __bool__(self) -> bool:
         return self.allowed
-
-
-def _labels(policies: PolicySet) -> dict[str, str]:
-    """Each policy's ``@id`` annotation (its id when it has none), by policy id."""
-    return {p.id: p.annotations.get("id", p.id) for p in policies}
 
 
 def _same_name(a: Any, b: Any) -> bool:

@@ -1,0 +1,77 @@
+"""Where a JSON path is in JSON text: line and column for findings on configuration files.
+
+``json.loads`` keeps no positions, so a finding about ``agents.list[1].tools.deny`` (a path)
+is located by scanning the text once more: one pass, one token at a time, no recursion (the
+depth of the document costs a list entry per level, never a stack frame).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .source import Span
+
+# One token: a string, a number or literal, or punctuation. Each alternative matches without
+# backtracking over the input (a string is a run of non-special characters and escapes).
+_TOKEN = re.compile(
+    r'[ \t\r\n]*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<atom>[-+.0-9a-zA-Z]+)|(?P<punct>[{}\[\]:,]))'
+)
+
+
+def json_span(text: str, path: Sequence[str | int], *, key: bool = False) -> Span | None:
+    """The span of the value at ``path`` in the JSON ``text`` (of its key when ``key``).
+
+    Returns ``None`` when the text does not hold that path (or is not JSON). Scalars are
+    spanned whole, objects and arrays by their opening bracket.
+    """
+    target = tuple(path)
+    # One frame per open container: [is an object, its path, the current index, awaiting a key].
+    frames: list[list[Any]] = []
+    at: tuple[str | int, ...] = ()  # the path of the next value
+    pos = 0
+    while True:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            return None
+        pos = m.end()
+        kind = m.lastgroup or ""
+        start = m.start(kind)
+        token = m.group(kind)
+        frame = frames[-1] if frames else None
+        if frame is not None and frame[0] and frame[3] and token != "}":  # a member's key
+            try:
+                name = json.loads(token) if kind == "str" else None
+            except ValueError:
+                name = None
+            if not isinstance(name, str):
+                return None
+            at, frame[3] = (*frame[1], name), False
+            if key and at == target:
+                return Span.at(text, start, pos)
+        elif token == ":":
+            continue
+        elif token == ",":
+            if frame is None:
+                return None
+            if frame[0]:
+                frame[3] = True
+            else:
+                frame[2] += 1
+                at = (*frame[1], frame[2])
+        elif token in "}]":
+            if frame is None:
+                return None
+            frames.pop()
+        else:  # a value starts here
+            if not key and at == target:
+                return Span.at(text, start, start + (1 if token in "{[" else len(token)))
+            if token == "{":
+                frames.append([True, at, 0, True])
+            elif token == "[":
+                frames.append([False, at, 0, False])
+                at = (*at, 0)
+            elif frame is None:
+                return None  # a scalar document: nothing inside it
