@@ -1,0 +1,218 @@
+"""JSON text of hostile values, at any depth, in one linear pass.
+
+The guard hashes tool-call parameters and results (loop detection, remembered approvals) and
+writes them to the decision log. Both may be huge and nested 100,000 levels deep, so
+:func:`encode` walks values with an explicit stack (never Python recursion) and does everything
+in that one walk: canonical form for hashing (sorted keys, numbers by value), checking that
+parameters are JSON, and redaction of secrets for the log.
+
+Strings are escaped by the ``json`` module's C escaper, so a flat object of scalars can take a
+C fast path (:func:`canonical`) that produces exactly the same text as the walk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from . import redact as _redact
+
+_escape = json.encoder.encode_basestring_ascii
+_dumps = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+).encode
+_END: Any = object()
+_SCALARS = (str, int, bool, type(None))
+_REDACTED_TEXT = _escape(_redact.REDACTED)
+
+#: Parameters nested deeper than this are refused (a tool's arguments never come close; the
+#: cap keeps every later stage, hooks included, far from Python's recursion limit).
+MAX_PARAM_DEPTH = 256
+
+
+class NotJSON(ValueError):
+    """A value that is not JSON where JSON is required; ``path`` is its JSON pointer."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+# Modes for values that are not JSON: raise NotJSON, write a JSON string, write a bare token
+# (never valid JSON, so it cannot collide with a string; used only for hashing).
+STRICT = "strict"
+STRING = "string"
+TOKEN = "token"
+
+
+def encode(
+    value: Any,
+    *,
+    sort_keys: bool = False,
+    normalize: bool = False,
+    other: str = STRING,
+    redact: bool = False,
+    prefix: str = "",
+    max_depth: int = 0,
+) -> tuple[str, list[str]]:
+    """JSON text of ``value`` and the JSON pointers of the values redacted in it.
+
+    ``sort_keys`` orders object keys; ``normalize`` writes numbers by value (``5.0`` as ``5``);
+    ``other`` says what becomes of non-JSON values (:data:`STRICT`, :data:`STRING`,
+    :data:`TOKEN`; tuples are arrays unless strict); ``redact`` replaces secrets
+    (:mod:`cedarlite.hooks.redact`) and lists their pointers, each prefixed by ``prefix``;
+    ``max_depth`` (with :data:`STRICT`) refuses deeper nesting. ASCII output, linear time.
+    """
+    out: list[str] = []
+    emit = out.append
+    text: str
+    key: Any
+    redacted: list[str] = []
+    # A frame: [items iterator, closing bracket, is object, items emitted, current key/index].
+    stack: list[list[Any]] = []
+    item = value
+    while True:
+        cls = item.__class__
+        if cls is str:
+            if redact:
+                scrubbed = _redact.scrub(item)
+                if scrubbed is not None:
+                    item = scrubbed
+                    redacted.append(_pointer(prefix, stack))
+            emit(_escape(item))
+        elif item is None:
+            emit("null")
+        elif item is True:
+            emit("true")
+        elif item is False:
+            emit("false")
+        elif cls is int:
+            emit(int.__repr__(item))
+        elif cls is float:
+            emit(_float(item, normalize, other, stack))
+        elif cls is dict or isinstance(item, Mapping):
+            if not item:
+                emit("{}")
+            else:
+                pairs = [(_key(k, other, stack), k, v) for k, v in item.items()]
+                if sort_keys:
+                    pairs.sort(key=_sort_key)
+                if max_depth and len(stack) >= max_depth:
+                    raise NotJSON(f"nested deeper than {max_depth} levels", _pointer("", stack))
+                emit("{")
+                stack.append([iter(pairs), "}", True, 0, None])
+        elif cls is list or (cls is tuple and other != STRICT):
+            if not item:
+                emit("[]")
+            else:
+                if max_depth and len(stack) >= max_depth:
+                    raise NotJSON(f"nested deeper than {max_depth} levels", _pointer("", stack))
+                emit("[")
+                stack.append([iter(item), "]", False, 0, None])
+        elif isinstance(item, str):  # subclasses of the JSON types
+            item = str(item)
+            continue
+        elif isinstance(item, int) and not isinstance(item, bool):
+            emit(int.__repr__(int(item)))
+        elif isinstance(item, float):
+            emit(_float(float(item), normalize, other, stack))
+        else:
+            emit(_other(item, other, stack))
+        # Advance to the next value to write, closing finished containers.
+        while stack:
+            frame = stack[-1]
+            nxt = next(frame[0], _END)
+            if nxt is _END:
+                emit(frame[1])
+                stack.pop()
+                continue
+            if frame[3]:
+                emit(",")
+            frame[3] += 1
+            if frame[2]:
+                text, key, item = nxt
+                frame[4] = key
+                emit(text)
+                emit(":")
+                if redact and _redact.secret_key(key if key.__class__ is str else str(key)):
+                    emit(_REDACTED_TEXT)
+                    redacted.append(_pointer(prefix, stack))
+                    continue
+            else:
+                frame[4] = frame[3] - 1
+                item = nxt
+            break
+        else:
+            return "".join(out), redacted
+
+
+def canonical(value: Any) -> str:
+    """The canonical JSON of call parameters: sorted keys, numbers by value, ASCII.
+
+    Raises :class:`NotJSON` for anything that is not a JSON value (non-string keys,
+    non-finite numbers, other Python objects) or nests deeper than :data:`MAX_PARAM_DEPTH`.
+    """
+    if value.__class__ is dict and all(
+        k.__class__ is str and v.__class__ in _SCALARS for k, v in value.items()
+    ):
+        return _dumps(value)  # the same text as the walk below, in C
+    return encode(value, sort_keys=True, normalize=True, other=STRICT, max_depth=MAX_PARAM_DEPTH)[0]
+
+
+def stable(value: Any) -> str:
+    """Canonical JSON of any value (results included): non-JSON parts become bare tokens."""
+    return encode(value, sort_keys=True, normalize=True, other=TOKEN)[0]
+
+
+def sha256(text: str) -> str:
+    """Hex SHA-256 of text (surrogates passed through, so any ``str`` hashes)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _sort_key(pair: tuple[str, Any, Any]) -> tuple[int, str]:
+    key = pair[1]
+    return (0, key) if key.__class__ is str else (1, pair[0])
+
+
+def _key(key: Any, other: str, stack: list[list[Any]]) -> str:
+    if key.__class__ is str:
+        return _escape(key)
+    if isinstance(key, str):
+        return _escape(str(key))
+    if other == STRICT:
+        raise NotJSON(f"object key `{key!r}` is not a string", _pointer("", stack))
+    if key is None or isinstance(key, bool | int | float):
+        return _escape(json.dumps(key))  # as json.dumps writes such keys
+    return _escape(f"<{type(key).__name__}>")
+
+
+def _float(x: float, normalize: bool, other: str, stack: list[list[Any]]) -> str:
+    if math.isfinite(x):
+        if normalize and x.is_integer():
+            return int.__repr__(int(x))
+        return float.__repr__(x)
+    if other == STRICT:
+        raise NotJSON(f"`{x}` is not a JSON number", _pointer("", stack))
+    text = "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
+    return text if other == TOKEN else _escape(text)
+
+
+def _other(item: Any, other: str, stack: list[list[Any]]) -> str:
+    kind = type(item).__name__
+    if other == STRICT:
+        raise NotJSON(f"a `{kind}` is not a JSON value", _pointer("", stack))
+    return f"<{kind}>" if other == TOKEN else _escape(f"<{kind}>")
+
+
+def _pointer(prefix: str, stack: list[list[Any]]) -> str:
+    """RFC 6901 pointer of the value being written (``prefix`` + one token per level)."""
+    parts = [prefix]
+    for frame in stack:
+        token = frame[4]
+        text = token if token.__class__ is str else str(token)
+        parts.append("/" + text.replace("~", "~0").replace("/", "~1"))
+    return "".join(parts)

@@ -1,0 +1,132 @@
+"""The decision log: one JSON line per guard decision, appended atomically.
+
+The format (version 1) is a contract with the tools that read it (replaying a log against a
+changed policy); README "Guarding an agent" documents every key. This module writes it:
+
+* :class:`DecisionLog` appends whole lines to a file opened ``O_APPEND`` under an exclusive
+  ``flock``, so lines from several processes never interleave; a write that fails half-way is
+  cut back to the last whole line, and the error is raised to the guard, which then blocks
+  the call (an unlogged decision never becomes an allow);
+* :func:`policy_hash` identifies the policy inputs across processes;
+* :func:`log_line` renders one decision.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from . import _json
+
+try:  # pragma: no cover - every POSIX system has it
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: O_APPEND alone
+    fcntl = None  # type: ignore[assignment]
+
+#: The format version written in ``v``.
+VERSION = 1
+
+_dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
+
+class DecisionLog:
+    """An append-only JSON Lines file (created owner-only, ``0600``: it holds call arguments).
+
+    :meth:`append` writes one line or raises ``OSError``; it never leaves a partial line.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        self._fd: int | None = os.open(self.path, flags, 0o600)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<DecisionLog {self.path!r}{' (closed)' if self._fd is None else ''}>"
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._fd is None
+
+    def append(self, line: str) -> None:
+        """Append ``line`` (no newline in it) and a newline, atomically."""
+        data = (line + "\n").encode("ascii")
+        with self._lock:
+            fd = self._fd
+            if fd is None:
+                raise OSError("the decision log is closed")
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                start = os.fstat(fd).st_size
+                try:
+                    view = memoryview(data)
+                    while view:
+                        written = os.write(fd, view)
+                        view = view[written:]
+                except BaseException:
+                    os.ftruncate(fd, start)  # never leave half a line for the next writer
+                    raise
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        """Close the file; later appends raise (and the guard blocks those calls)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+def policy_hash(config: Any, tools: Any, rules_text: str) -> str:
+    """``sha256:<hex>`` of the canonical JSON of ``[config, tools, rules text]``."""
+    return "sha256:" + _json.sha256(_json.stable([config, tools, rules_text]))
+
+
+def timestamp(seconds: float) -> str:
+    """RFC 3339 UTC with microseconds: ``2026-12-01T08:36:16.123456Z``."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def log_line(
+    *,
+    ts: float,
+    session: str | None,
+    run: str | None,
+    call_id: str | None,
+    agent: str,
+    tool: str,
+    plugin: str | None,
+    params_json: str,
+    redacted: Sequence[str],
+    context_json: str,
+    decision: str,
+    denied_reason: str | None,
+    reason: str | None,
+    policies: Sequence[str],
+    errors: Sequence[tuple[str, str]],
+    params_rewritten: bool,
+    latency_us: int,
+    policy_hash: str,
+    approvals: Sequence[Mapping[str, Any]],
+    error: str | None,
+) -> str:
+    """One line of the log (keys in the documented order; ``approvals`` and ``error`` are
+    cedarlite's additions to version 1)."""
+    d = _dumps
+    return (
+        f'{{"v":{VERSION},"ts":"{timestamp(ts)}","session":{d(session)},"run":{d(run)},'
+        f'"call_id":{d(call_id)},"agent":{d(agent)},"tool":{d(tool)},"plugin":{d(plugin)},'
+        f'"params":{params_json},"redacted":{d(list(redacted))},"context":{context_json},'
+        f'"decision":{d(decision)},"denied_reason":{d(denied_reason)},"reason":{d(reason)},'
+        f'"policies":{d(list(policies))},'
+        f'"errors":{d([{"policy": p, "message": m} for p, m in errors])},'
+        f'"params_rewritten":{d(params_rewritten)},"latency_us":{latency_us},'
+        f'"policy_hash":{d(policy_hash)},"approvals":{d(list(approvals))},"error":{d(error)}}}'
+    )
