@@ -13,6 +13,7 @@ changed policy); README "Guarding an agent" documents every key. This module wri
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -70,7 +71,8 @@ class DecisionLog:
                         written = os.write(fd, view)
                         view = view[written:]
                 except BaseException:
-                    os.ftruncate(fd, start)  # never leave half a line for the next writer
+                    with contextlib.suppress(OSError):  # not a regular file: nothing to cut
+                        os.ftruncate(fd, start)  # never leave half a line for the next writer
                     raise
             finally:
                 if fcntl is not None:

@@ -180,6 +180,8 @@ class _Call:
         "original",
         "params",
         "policies",
+        "policy_ask",
+        "rewritten",
         "run",
         "session",
         "session_id",
@@ -214,7 +216,9 @@ class _Call:
         self.args: str | None = None
         self.policies: tuple[str, ...] = ()
         self.errors: tuple[PolicyError, ...] = ()
+        self.policy_ask: ApprovalRequest | None = None
         self.asks: list[ApprovalRequest] = []
+        self.rewritten = False
         self.approvals_log: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.waited = 0.0
@@ -475,7 +479,7 @@ class Guard:
         try:
             outcome = self._check(c)
             if outcome is None:
-                outcome = self._drive(self._plan(c))
+                outcome = self._drive(self._plan(c)) or self._recheck(c)
             if outcome is None:
                 outcome = self._pending_approvals(c)
         except Exception as err:
@@ -493,7 +497,7 @@ class Guard:
         try:
             outcome = self._check(c)
             if outcome is None:
-                outcome = await self._adrive(self._plan(c))
+                outcome = await self._adrive(self._plan(c)) or self._recheck(c)
             if outcome is None:
                 outcome = await self._run_approvals(c)
         except asyncio.CancelledError:
@@ -655,10 +659,30 @@ class Guard:
         asks = [pid for pid in response.reasons if pid in self._asks]
         if asks:
             c.policies = tuple(labels[p] for p in asks)
-            c.asks.append(self._policy_approval(c, [self._asks[p] for p in asks]))
+            c.policy_ask = self._policy_approval(c, [self._asks[p] for p in asks])
         else:
             c.policies = tuple(labels[p] for p in response.reasons)
+            c.policy_ask = None
         return None
+
+    def _recheck(self, c: _Call) -> Outcome | None:
+        """Params rewritten by trusted policies or hooks are checked like the model's: JSON,
+        the tool's schema, the Cedar decision (whose asks replace the first decision's)."""
+        if c.params is c.original or c.info is None:
+            return None
+        try:
+            canonical = _json.canonical(c.params)
+            if canonical == c.canonical:
+                return None
+            c.rewritten = True
+            arguments = call_arguments(c.info, c.params)
+        except _json.NotJSON as err:
+            reason = f"arguments rewritten by a hook are not JSON: {err.message}"
+            return self._block(c, "invalid-arguments", reason)
+        except ToolArgumentError as err:
+            reason = f"arguments rewritten by a hook: {err.message}"
+            return self._block(c, "invalid-arguments", reason)
+        return self._decide(c, c.info, arguments)
 
     def _forbidden(self, c: _Call, forbids: tuple[str, ...]) -> Outcome:
         c.policies = tuple(self._labels[p] for p in forbids)
@@ -833,16 +857,20 @@ class Guard:
 
     # -- approvals -----------------------------------------------------------------------------
 
-    def _remembered(self, c: _Call) -> frozenset[str]:
-        if not c.asks or c.session is None:
-            return frozenset()
-        return frozenset(self.session_store.load(c.session).approvals)
+    def _requests(self, c: _Call) -> tuple[list[ApprovalRequest], frozenset[str]]:
+        """The approvals the call needs (policy, trusted policies, hooks), with the params
+        the call would run with, and the session's remembered ``allow-always`` keys."""
+        asks = [c.policy_ask, *c.asks] if c.policy_ask is not None else c.asks
+        requests = [replace(r, params=c.params) for r in asks]
+        if not requests or c.session is None:
+            return requests, frozenset()
+        return requests, frozenset(self.session_store.load(c.session).approvals)
 
     def _pending_approvals(self, c: _Call) -> Outcome:
         """``allow``, or ``ask`` with the approvals not remembered with ``allow-always``."""
-        remembered = self._remembered(c)
+        requests, remembered = self._requests(c)
         pending = []
-        for request in c.asks:
+        for request in requests:
             if request.key in remembered:
                 c.approvals_log.append(_approval_entry(request, "remembered"))
             else:
@@ -867,8 +895,8 @@ class Guard:
     async def _run_approvals(self, c: _Call) -> Outcome:
         """Ask the approver for each approval not remembered, in order; the first failure
         blocks (``plugin-approval``)."""
-        remembered = self._remembered(c)
-        for request in c.asks:
+        requests, remembered = self._requests(c)
+        for request in requests:
             if request.key in remembered:
                 c.approvals_log.append(_approval_entry(request, "remembered"))
                 continue
@@ -942,12 +970,6 @@ class Guard:
         params_json, redacted = c.log_params or _json.encode(
             c.original, redact=True, prefix="/params"
         )
-        rewritten = False
-        if outcome.action != "block" and c.params is not c.original:
-            try:
-                rewritten = _json.canonical(c.params) != c.canonical
-            except _json.NotJSON:
-                rewritten = True
         elapsed = time.perf_counter_ns() - c.started - int(c.waited * 1e9)
         info = c.info
         self._log.append(
@@ -967,7 +989,7 @@ class Guard:
                 reason=outcome.reason,
                 policies=outcome.policies,
                 errors=[(e.policy_id, e.message) for e in outcome.errors],
-                params_rewritten=rewritten,
+                params_rewritten=c.rewritten and outcome.action != "block",
                 latency_us=max(0, elapsed // 1000),
                 policy_hash=self.policy_hash,
                 approvals=c.approvals_log,
