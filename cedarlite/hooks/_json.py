@@ -27,6 +27,7 @@ _dumps = json.JSONEncoder(
 _END: Any = object()
 _SCALARS = (str, int, bool, type(None))
 _REDACTED_TEXT = _escape(_redact.REDACTED)
+_TRUNCATED_TEXT = _escape(_redact.TRUNCATED)
 
 #: Parameters nested deeper than this are refused (a tool's arguments never come close; the
 #: cap keeps every later stage, hooks included, far from Python's recursion limit).
@@ -58,6 +59,7 @@ def encode(
     redact: bool = False,
     prefix: str = "",
     max_depth: int = 0,
+    cut_depth: int = 0,
 ) -> tuple[str, list[str]]:
     """JSON text of ``value`` and the JSON pointers of the values redacted in it.
 
@@ -65,7 +67,10 @@ def encode(
     ``other`` says what becomes of non-JSON values (:data:`STRICT`, :data:`STRING`,
     :data:`TOKEN`; tuples are arrays unless strict); ``redact`` replaces secrets
     (:mod:`cedarlite.hooks.redact`) and lists their pointers, each prefixed by ``prefix``;
-    ``max_depth`` (with :data:`STRICT`) refuses deeper nesting. ASCII output, linear time.
+    ``max_depth`` (with :data:`STRICT`) refuses deeper nesting; ``cut_depth`` writes containers
+    nested deeper as :data:`~cedarlite.hooks.redact.TRUNCATED` and lists them with the
+    redacted values (so that common JSON parsers can read the text). ASCII output, linear
+    time.
     """
     out: list[str] = []
     emit = out.append
@@ -94,6 +99,13 @@ def encode(
             emit(int.__repr__(item))
         elif cls is float:
             emit(_float(item, normalize, other, stack))
+        elif (
+            cut_depth
+            and len(stack) >= cut_depth
+            and (cls is dict or cls is list or isinstance(item, Mapping | list | tuple))
+        ):
+            emit(_TRUNCATED_TEXT)
+            redacted.append(_pointer(prefix, stack))
         elif cls is dict or isinstance(item, Mapping):
             if not item:
                 emit("{}")

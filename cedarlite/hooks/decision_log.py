@@ -31,6 +31,11 @@ except ImportError:  # pragma: no cover - Windows: O_APPEND alone
 #: The format version written in ``v``.
 VERSION = 1
 
+#: Params and context nested deeper than this are cut (``"[TRUNCATED]"``, listed in
+#: ``redacted``): deeper than the guard accepts, so a replay still refuses them, and shallow
+#: enough for JSON parsers that recurse.
+LOG_DEPTH = _json.MAX_PARAM_DEPTH + 44
+
 _dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 
 
@@ -84,6 +89,11 @@ class DecisionLog:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+def redacted_json(value: Any, prefix: str) -> tuple[str, list[str]]:
+    """The JSON text of params or context as the log writes it, and the redacted pointers."""
+    return _json.encode(value, redact=True, prefix=prefix, cut_depth=LOG_DEPTH)
 
 
 def policy_hash(config: Any, tools: Any, rules_text: str) -> str:

@@ -59,7 +59,7 @@ from .approvals import (
     hook_request_fields,
     request_approval,
 )
-from .decision_log import DecisionLog, log_line, policy_hash
+from .decision_log import DecisionLog, log_line, policy_hash, redacted_json
 from .state import DEFAULT_STORE, SessionState, SessionStore
 
 log = logging.getLogger("cedarlite.hooks")
@@ -304,8 +304,8 @@ class Guard:
         self.loop_settings = loops.LoopSettings.resolve(*self._loop_config())
         self.policy_hash = policy_hash(_config_value(config), _tools_value(tools), self._rules_text)
         given = context if isinstance(context, Mapping) else {}
-        self._context_json, self._context_redacted = _json.encode(
-            {k: given[k] for k in CONTEXT_KEYS if k in given}, redact=True, prefix="/context"
+        self._context_json, self._context_redacted = redacted_json(
+            {k: given[k] for k in CONTEXT_KEYS if k in given}, "/context"
         )
         self._hooks: tuple[tuple[float, int, str, HookHandler], ...] = ()
         self._trusted: tuple[tuple[str, HookHandler], ...] = ()
@@ -560,7 +560,7 @@ class Guard:
     def _check(self, c: _Call) -> Outcome | None:
         """Name, arguments, loop detection and the Cedar decision; an outcome if one blocks."""
         if self._log is not None:
-            c.log_params = _json.encode(c.original, redact=True, prefix="/params")
+            c.log_params = redacted_json(c.original, "/params")
         if c.error is not None:
             raise GuardError(c.error)
         info = None
@@ -967,9 +967,7 @@ class Guard:
 
     def _write(self, c: _Call, outcome: Outcome) -> None:
         assert self._log is not None
-        params_json, redacted = c.log_params or _json.encode(
-            c.original, redact=True, prefix="/params"
-        )
+        params_json, redacted = c.log_params or redacted_json(c.original, "/params")
         elapsed = time.perf_counter_ns() - c.started - int(c.waited * 1e9)
         info = c.info
         self._log.append(

@@ -20,6 +20,9 @@ from functools import lru_cache
 #: The replacement text.
 REDACTED = "[REDACTED]"
 
+#: What the decision log writes for values nested too deeply to write (see ``LOG_DEPTH``).
+TRUNCATED = "[TRUNCATED]"
+
 #: Key words (matched in keys lower-cased, ``-`` and ``_`` removed).
 SECRET_WORDS = (
     "token",
