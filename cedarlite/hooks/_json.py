@@ -6,8 +6,8 @@ writes them to the decision log. Both may be huge and nested 100,000 levels deep
 in that one walk: canonical form for hashing (sorted keys, numbers by value), checking that
 parameters are JSON, and redaction of secrets for the log.
 
-Strings are escaped by the ``json`` module's C escaper, so a flat object of scalars can take a
-C fast path (:func:`canonical`) that produces exactly the same text as the walk.
+Strings are escaped by the ``json`` module's C escaper; a flat object of scalars takes a
+shorter path in :func:`canonical` that produces exactly the same text as the walk.
 """
 
 from __future__ import annotations
@@ -21,11 +21,7 @@ from typing import Any
 from . import redact as _redact
 
 _escape = json.encoder.encode_basestring_ascii
-_dumps = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-).encode
 _END: Any = object()
-_SCALARS = (str, int, bool, type(None))
 _REDACTED_TEXT = _escape(_redact.REDACTED)
 _TRUNCATED_TEXT = _escape(_redact.TRUNCATED)
 
@@ -100,29 +96,25 @@ def encode(
         elif cls is float:
             emit(_float(item, normalize, other, stack))
         elif (
-            cut_depth
-            and len(stack) >= cut_depth
-            and (cls is dict or cls is list or isinstance(item, Mapping | list | tuple))
+            cls is dict
+            or cls is list
+            or isinstance(item, Mapping | list)
+            or (cls is tuple and other != STRICT)
         ):
-            emit(_TRUNCATED_TEXT)
-            redacted.append(_pointer(prefix, stack))
-        elif cls is dict or isinstance(item, Mapping):
-            if not item:
-                emit("{}")
-            else:
+            if cut_depth and len(stack) >= cut_depth:
+                emit(_TRUNCATED_TEXT)
+                redacted.append(_pointer(prefix, stack))
+            elif max_depth and len(stack) >= max_depth:
+                raise NotJSON(f"nested deeper than {max_depth} levels", _pointer("", stack))
+            elif not item:
+                emit("{}" if isinstance(item, Mapping) else "[]")
+            elif isinstance(item, Mapping):
                 pairs = [(_key(k, other, stack), k, v) for k, v in item.items()]
                 if sort_keys:
                     pairs.sort(key=_sort_key)
-                if max_depth and len(stack) >= max_depth:
-                    raise NotJSON(f"nested deeper than {max_depth} levels", _pointer("", stack))
                 emit("{")
                 stack.append([iter(pairs), "}", True, 0, None])
-        elif cls is list or (cls is tuple and other != STRICT):
-            if not item:
-                emit("[]")
             else:
-                if max_depth and len(stack) >= max_depth:
-                    raise NotJSON(f"nested deeper than {max_depth} levels", _pointer("", stack))
                 emit("[")
                 stack.append([iter(item), "]", False, 0, None])
         elif isinstance(item, str):  # subclasses of the JSON types
@@ -168,11 +160,32 @@ def canonical(value: Any) -> str:
     Raises :class:`NotJSON` for anything that is not a JSON value (non-string keys,
     non-finite numbers, other Python objects) or nests deeper than :data:`MAX_PARAM_DEPTH`.
     """
-    if value.__class__ is dict and all(
-        k.__class__ is str and v.__class__ in _SCALARS for k, v in value.items()
-    ):
-        return _dumps(value)  # the same text as the walk below, in C
+    if value.__class__ is dict:
+        flat = _flat(value)
+        if flat is not None:
+            return flat
     return encode(value, sort_keys=True, normalize=True, other=STRICT, max_depth=MAX_PARAM_DEPTH)[0]
+
+
+def _flat(value: dict[Any, Any]) -> str | None:
+    """The walk's text for the common case, an object of strings, integers, booleans and
+    nulls (``None`` for anything else)."""
+    items = []
+    for k, v in value.items():
+        if k.__class__ is not str:
+            return None
+        cls = v.__class__
+        if cls is str:
+            text = _escape(v)
+        elif cls is int:
+            text = int.__repr__(v)
+        elif v is None or cls is bool:
+            text = "null" if v is None else ("true" if v else "false")
+        else:
+            return None
+        items.append((k, text))
+    items.sort()  # keys are unique: the texts are never compared
+    return "{" + ",".join([_escape(k) + ":" + text for k, text in items]) + "}"
 
 
 def stable(value: Any) -> str:

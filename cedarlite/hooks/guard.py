@@ -38,7 +38,7 @@ from typing import Any
 from ..ast import Effect, Policy
 from ..authorizer import Decision, PolicyError, Response
 from ..compiler import compiled
-from ..entities import load_json
+from ..entities import Entity, load_json
 from ..evaluator import Request
 from ..policyset import PolicySet
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
@@ -378,10 +378,13 @@ class Guard:
         """Offered tools by exact and normalized name; removed tools' layer and policies."""
         self._by_name: dict[str, ToolInfo] = {}
         self._by_norm: dict[str, ToolInfo] = {}
+        # The resource entity of each tool's calls, without arguments (per call: one copy).
+        self._call_entities: dict[str, Entity] = {}
         self._removed: dict[str, tuple[str, tuple[str, ...]]] = {}
         for d in self.resolution.decisions:
             t = d.tool
             if d.allowed:
+                self._call_entities[t.key] = call_entity(self.policy.catalog, t, Record(), "call")
                 if isinstance(t.name, str):
                     self._by_name.setdefault(t.name, t)
                 self._by_norm.setdefault(t.normalized, t)
@@ -635,12 +638,16 @@ class Guard:
 
     def _decide(self, c: _Call, info: ToolInfo, arguments: Record) -> Outcome | None:
         """The Cedar decision: a block, or ``None`` (asks are queued on the call)."""
-        entity = call_entity(self.policy.catalog, info, arguments, "call")
+        proto = self._call_entities[info.key]
+        entity = Entity(proto.uid, arguments, proto.parents)
         request = Request(
             self._principal, info.action, entity.uid, Record({**self._record, "input": arguments})
         )
         response: Response = self._compiled.authorize(request, self._entities.overlay([entity]))
         labels = self._labels
+        if not response.errors and not self._asks and response.decision is Decision.ALLOW:
+            c.policies = tuple([labels[p] for p in response.reasons])
+            return None
         if response.errors:
             c.errors = tuple(PolicyError(labels[e.policy_id], e.message) for e in response.errors)
         if response.decision is Decision.DENY:
