@@ -591,3 +591,38 @@ def test_context_manager_and_repr(tmp_path):
     with make(decision_log=tmp_path / "log.jsonl") as guard:
         assert "4 tools" in repr(guard)
     assert guard.before_tool_call("exec", {"command": "ls"}, CALL).blocked  # log closed
+
+
+def test_one_guard_shared_by_threads(tmp_path):
+    import threading
+
+    log = tmp_path / "log.jsonl"
+    store = MemorySessionStore()
+    guard = Guard(
+        {"tools": {"profile": "coding", "loopDetection": {"enabled": True}}},
+        TOOLS,
+        {},
+        rules=RULES,
+        decision_log=log,
+        session_store=store,
+        on_event=lambda e: None,
+    )
+    failures = []
+
+    def worker(n):
+        for i in range(200):
+            c = {"sessionKey": f"s{n % 2}", "toolCallId": f"{n}-{i}"}
+            command = "rm x" if i % 5 == 0 else f"ls {i}"
+            out = guard.before_tool_call("exec", {"command": command}, c)
+            if out.allowed == (i % 5 == 0) or out.failure:
+                failures.append((n, i, out))
+            guard.after_tool_call("exec", {"command": command}, c, result="ok")
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert len(log.read_text().splitlines()) == 800
+    assert len(store.load("s0").loop.history) == 30

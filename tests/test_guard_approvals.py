@@ -236,3 +236,24 @@ def test_both_approvals_must_pass():
     guard.register_hook(lambda e, c: {"requireApproval": {"title": "Hook"}}, plugin_id="h")
     out = decide(guard)
     assert out.blocked and out.reason == "Denied by user"
+
+
+def test_run_aborted_during_an_async_hook_propagates_and_is_logged(tmp_path):
+    log = tmp_path / "log.jsonl"
+    guard = make(decision_log=log)
+
+    async def slow_hook(event, ctx):
+        await asyncio.sleep(30)
+
+    guard.register_hook(slow_hook, plugin_id="slow")
+
+    async def run():
+        task = asyncio.create_task(guard.abefore_tool_call("exec", {"command": "ls"}, call()))
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(run())
+    (line,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert (line["decision"], line["reason"]) == ("block", "Tool call cancelled (run aborted)")

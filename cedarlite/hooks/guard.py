@@ -28,6 +28,7 @@ import inspect
 import json
 import logging
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -166,6 +167,7 @@ class _Call:
 
     __slots__ = (
         "approvals_log",
+        "approving",
         "args",
         "asks",
         "call",
@@ -222,6 +224,7 @@ class _Call:
         self.approvals_log: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.waited = 0.0
+        self.approving = False
         self.log_params: tuple[str, list[str]] | None = None
 
 
@@ -311,6 +314,7 @@ class Guard:
         self._trusted: tuple[tuple[str, HookHandler], ...] = ()
         self._registered = 0
         self._started: OrderedDict[tuple[str | None, str], float] = OrderedDict()
+        self._started_lock = threading.Lock()
         self._log: DecisionLog | None = None
         if decision_log is not None:
             try:
@@ -503,8 +507,12 @@ class Guard:
                 outcome = await self._adrive(self._plan(c)) or self._recheck(c)
             if outcome is None:
                 outcome = await self._run_approvals(c)
-        except asyncio.CancelledError:
-            self._finish(c, self._block(c, "plugin-approval", CANCELLED, failure=True))
+        except asyncio.CancelledError:  # logged, then propagated (spec §11.5: never converted)
+            if c.approving:
+                self._finish(c, self._block(c, "plugin-approval", CANCELLED, failure=True))
+            else:
+                reason = "Tool call cancelled (run aborted)"
+                self._finish(c, self._block(c, "plugin-before-tool-call", reason, failure=True))
             raise
         except Exception as err:
             outcome = self._failed(c, err)
@@ -545,7 +553,8 @@ class Guard:
         except Exception as err:
             log.warning("after_tool_call failed: tool=%s error=%s", c.tool, err)
         if self.on_event is not None:
-            started = self._started.pop((c.session, c.call_id), None) if c.call_id else None
+            with self._started_lock:
+                started = self._started.pop((c.session, c.call_id), None) if c.call_id else None
             event = self._event(
                 c, "tool.execution.error" if error is not None else "tool.execution.completed"
             )
@@ -903,6 +912,7 @@ class Guard:
         """Ask the approver for each approval not remembered, in order; the first failure
         blocks (``plugin-approval``)."""
         requests, remembered = self._requests(c)
+        c.approving = True
         for request in requests:
             if request.key in remembered:
                 c.approvals_log.append(_approval_entry(request, "remembered"))
@@ -966,9 +976,10 @@ class Guard:
                 self._emit(event)
             elif outcome.action == "allow":
                 if c.call_id is not None:
-                    self._started[(c.session, c.call_id)] = time.perf_counter()
-                    while len(self._started) > _STARTED_CAP:
-                        self._started.popitem(last=False)
+                    with self._started_lock:
+                        self._started[(c.session, c.call_id)] = time.perf_counter()
+                        if len(self._started) > _STARTED_CAP:
+                            self._started.popitem(last=False)
                 self._emit(self._event(c, "tool.execution.started"))
         return outcome
 
