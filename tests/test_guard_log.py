@@ -399,3 +399,16 @@ def test_unwritable_log_path_is_a_clear_error(tmp_path):
     log.close()
     log.close()
     assert log.closed
+
+
+def test_params_that_cannot_be_read_are_still_logged(tmp_path):
+    class Hostile(dict):
+        def items(self):
+            raise RuntimeError("gotcha")
+
+    log = tmp_path / "log.jsonl"
+    out = make(log).before_tool_call("exec", Hostile(command="ls"), {"toolCallId": "h"})
+    assert out.failure
+    (line,) = lines(log)
+    assert line["params"] == "<unreadable: RuntimeError>" and line["call_id"] == "h"
+    assert line["decision"] == "block" and "gotcha" in line["error"]

@@ -262,8 +262,8 @@ class Guard:
     ``tool.loop`` and ``tool.execution.*`` events as dicts. ``decision_log`` is a path to
     append one JSON line per decision to. ``fail_closed=False`` lets a failing hook handler
     be ignored (never an error of the guard itself). ``approver`` is an async callable
-    answering :class:`ApprovalRequest` s. ``strict`` (the default) rejects mistakes in the
-    configuration, context and rules instead of reading them leniently. ``session_store``
+    answering :class:`ApprovalRequest` s. ``strict`` (the default) selects the tool layer's
+    strict reading of the configuration, context and rules. ``session_store``
     keeps loop histories and ``allow-always`` approvals (default: one store per process).
 
     Raises :class:`~cedarlite.tools.EmptyAllowlistError` when an explicit allowlist leaves the
@@ -288,7 +288,7 @@ class Guard:
         self.fail_closed = fail_closed
         self.approver = approver
         self.strict = strict
-        self.session_store: SessionStore = session_store or DEFAULT_STORE
+        self.session_store: SessionStore = DEFAULT_STORE if session_store is None else session_store
         if not isinstance(tools, ToolCatalog):
             tools = tool_list(tools)
         self.policy, rule_policies = self._build(config, tools, rules, context, strict)
@@ -536,23 +536,21 @@ class Guard:
         c = _Call(tool_name, params, call)
         try:
             settings = self.loop_settings
-            name = norm(tool_name)
-            if settings.enabled and c.session and (name in self._by_norm):
+            if settings.enabled and c.session and norm(tool_name) in self._by_norm:
                 outcome = loops.outcome_hash(c.tool, params, result, error)
                 if outcome is not None:
                     args = loops.args_hash(c.tool, _json.canonical(params))
-                    now = time.time()
-
-                    def change(state: SessionState) -> tuple[SessionState, None]:
-                        updated = loops.record_outcome(
-                            state.loop, c.tool, args, c.call_id, outcome, settings, now
-                        )
-                        return replace(state, loop=updated), None
-
-                    self.session_store.update(c.session, change)
+                    self.session_store.update(
+                        c.session,
+                        partial(
+                            _record_outcome, c.tool, args, c.call_id, outcome, settings, time.time()
+                        ),
+                    )
         except Exception as err:
             log.warning("after_tool_call failed: tool=%s error=%s", c.tool, err)
-        if self.on_event is not None:
+        if self.on_event is None:
+            return
+        try:
             with self._started_lock:
                 started = self._started.pop((c.session, c.call_id), None) if c.call_id else None
             event = self._event(
@@ -564,8 +562,11 @@ class Guard:
                 event["errorCategory"] = (
                     type(error).__name__ if isinstance(error, BaseException) else "error"
                 )
-                event["error"] = str(error) if not isinstance(error, str) else error
-            self._emit(event)
+                event["error"] = error if isinstance(error, str) else str(error)
+        except Exception as err:
+            log.warning("after_tool_call event failed: tool=%s error=%s", c.tool, err)
+            return
+        self._emit(event)
 
     # -- the stages ----------------------------------------------------------------------------
 
@@ -985,7 +986,10 @@ class Guard:
 
     def _write(self, c: _Call, outcome: Outcome) -> None:
         assert self._log is not None
-        params_json, redacted = c.log_params or redacted_json(c.original, "/params")
+        try:
+            params_json, redacted = c.log_params or redacted_json(c.original, "/params")
+        except Exception as err:  # params that cannot even be read: say so, keep the line
+            params_json, redacted = _json.encode(f"<unreadable: {type(err).__name__}>")[0], []
         elapsed = time.perf_counter_ns() - c.started - int(c.waited * 1e9)
         info = c.info
         self._log.append(
@@ -1034,6 +1038,19 @@ class Guard:
 
 def _remember(key: str, state: SessionState) -> tuple[SessionState, None]:
     return state.with_approval(key), None
+
+
+def _record_outcome(
+    tool: str,
+    args: str,
+    call_id: str | None,
+    outcome: str,
+    settings: loops.LoopSettings,
+    now: float,
+    state: SessionState,
+) -> tuple[SessionState, None]:
+    updated = loops.record_outcome(state.loop, tool, args, call_id, outcome, settings, now)
+    return replace(state, loop=updated), None
 
 
 def _approval_entry(
