@@ -103,6 +103,9 @@ def test_one_line_per_decision_with_every_key(tmp_path):
     assert block["policies"] == ["exec.no-rm"] and block["run"] == "r"
     assert mcp["plugin"] == "bundle-mcp" and mcp["session"] is None
     assert unknown["plugin"] is None and unknown["denied_reason"] == "not-offered"
+    guard = Guard({"tools": {"deny": ["bundle-mcp"]}}, TOOLS, {}, decision_log=log)
+    guard.before_tool_call("github__create_issue", {}, None)  # known, but removed
+    assert lines(log)[-1]["plugin"] == "bundle-mcp"
 
 
 def test_params_are_logged_as_sent_and_rewrites_flagged(tmp_path):

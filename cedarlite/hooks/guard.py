@@ -384,7 +384,7 @@ class Guard:
         self._by_norm: dict[str, ToolInfo] = {}
         # The resource entity of each tool's calls, without arguments (per call: one copy).
         self._call_entities: dict[str, Entity] = {}
-        self._removed: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
         for d in self.resolution.decisions:
             t = d.tool
             if d.allowed:
@@ -395,7 +395,7 @@ class Guard:
             elif d.removed_by is not None:
                 reasons = d.response.reasons if d.response is not None else ()
                 labels = tuple(self._labels.get(r, r) for r in reasons)
-                self._removed.setdefault(t.normalized, (d.removed_by, labels))
+                self._removed.setdefault(t.normalized, (t, d.removed_by, labels))
 
     def _loop_config(self) -> tuple[Any, Any]:
         """``tools.loopDetection`` and the run's agent's ``loopDetection``."""
@@ -605,8 +605,8 @@ class Guard:
         reason = f"Tool {c.tool} is not available in this run"
         if removed is None:
             return self._block(c, "not-offered", reason + ".")
-        c.policies = removed[1]
-        return self._block(c, "not-offered", f"{reason} (removed by {removed[0]}).")
+        c.info, layer, c.policies = removed  # the log names the removed tool's plugin
+        return self._block(c, "not-offered", f"{reason} (removed by {layer}).")
 
     def _loops(self, c: _Call) -> Outcome | None:
         settings = self.loop_settings
