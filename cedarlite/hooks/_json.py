@@ -6,8 +6,8 @@ writes them to the decision log. Both may be huge and nested 100,000 levels deep
 in that one walk: canonical form for hashing (sorted keys, numbers by value), checking that
 parameters are JSON, and redaction of secrets for the log.
 
-Strings are escaped by the ``json`` module's C escaper; a flat object of scalars takes a
-shorter path in :func:`canonical` that produces exactly the same text as the walk.
+Strings are escaped by the ``json`` module's C escaper; a flat object of scalars (most tool
+arguments) takes a shorter path that produces exactly the same text as the walk.
 """
 
 from __future__ import annotations
@@ -68,6 +68,10 @@ def encode(
     redacted values (so that common JSON parsers can read the text). ASCII output, linear
     time.
     """
+    if value.__class__ is dict:
+        flat = _flat(value, sort_keys, redact, prefix)
+        if flat is not None:
+            return flat
     out: list[str] = []
     emit = out.append
     text: str
@@ -160,32 +164,38 @@ def canonical(value: Any) -> str:
     Raises :class:`NotJSON` for anything that is not a JSON value (non-string keys,
     non-finite numbers, other Python objects) or nests deeper than :data:`MAX_PARAM_DEPTH`.
     """
-    if value.__class__ is dict:
-        flat = _flat(value)
-        if flat is not None:
-            return flat
     return encode(value, sort_keys=True, normalize=True, other=STRICT, max_depth=MAX_PARAM_DEPTH)[0]
 
 
-def _flat(value: dict[Any, Any]) -> str | None:
-    """The walk's text for the common case, an object of strings, integers, booleans and
-    nulls (``None`` for anything else)."""
+def _flat(
+    value: dict[Any, Any], sort_keys: bool, redact: bool, prefix: str
+) -> tuple[str, list[str]] | None:
+    """What the walk writes for the common case, an object of strings, integers, booleans and
+    nulls under string keys; ``None`` for anything else (the walk then does it)."""
+    if sort_keys and redact:
+        return None  # never needed; the walk lists pointers in the sorted order
     items = []
+    redacted: list[str] = []
     for k, v in value.items():
-        if k.__class__ is not str:
-            return None
         cls = v.__class__
-        if cls is str:
+        if k.__class__ is not str or not (cls is str or cls is int or cls is bool or v is None):
+            return None
+        if redact and _redact.secret_key(k):
+            text = _REDACTED_TEXT
+            redacted.append(prefix + "/" + k.replace("~", "~0").replace("/", "~1"))
+        elif cls is str:
+            if redact and (scrubbed := _redact.scrub(v)) is not None:
+                v = scrubbed
+                redacted.append(prefix + "/" + k.replace("~", "~0").replace("/", "~1"))
             text = _escape(v)
         elif cls is int:
             text = int.__repr__(v)
-        elif v is None or cls is bool:
-            text = "null" if v is None else ("true" if v else "false")
         else:
-            return None
+            text = "null" if v is None else ("true" if v else "false")
         items.append((k, text))
-    items.sort()  # keys are unique: the texts are never compared
-    return "{" + ",".join([_escape(k) + ":" + text for k, text in items]) + "}"
+    if sort_keys:
+        items.sort()  # keys are unique: the texts are never compared
+    return "{" + ",".join([_escape(k) + ":" + text for k, text in items]) + "}", redacted
 
 
 def stable(value: Any) -> str:

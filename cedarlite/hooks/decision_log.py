@@ -17,8 +17,8 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from . import _json
@@ -37,6 +37,7 @@ VERSION = 1
 LOG_DEPTH = _json.MAX_PARAM_DEPTH + 44
 
 _dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+_escape = json.encoder.encode_basestring_ascii
 
 
 class DecisionLog:
@@ -69,15 +70,16 @@ class DecisionLog:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                start = os.fstat(fd).st_size
+                written = 0
                 try:
-                    view = memoryview(data)
-                    while view:
-                        written = os.write(fd, view)
-                        view = view[written:]
+                    while written < len(data):
+                        written += os.write(fd, data[written:] if written else data)
                 except BaseException:
-                    with contextlib.suppress(OSError):  # not a regular file: nothing to cut
-                        os.ftruncate(fd, start)  # never leave half a line for the next writer
+                    # Never leave half a line for the next writer: under the lock, the file
+                    # grew by our bytes alone. (Not a regular file: nothing to cut.)
+                    if written:
+                        with contextlib.suppress(OSError):
+                            os.ftruncate(fd, os.fstat(fd).st_size - written)
                     raise
             finally:
                 if fcntl is not None:
@@ -103,7 +105,18 @@ def policy_hash(config: Any, tools: Any, rules_text: str) -> str:
 
 def timestamp(seconds: float) -> str:
     """RFC 3339 UTC with microseconds: ``2026-12-01T08:36:16.123456Z``."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    whole = int(seconds // 1)
+    micros = round((seconds - whole) * 1e6)
+    if micros == 1_000_000:
+        whole, micros = whole + 1, 0
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(whole))}.{micros:06d}Z"
+
+
+def _j(value: Any) -> str:
+    """JSON of a log field (strings and ``null`` directly)."""
+    if value is None:
+        return "null"
+    return _escape(value) if value.__class__ is str else _dumps(value)
 
 
 def log_line(
@@ -131,7 +144,7 @@ def log_line(
 ) -> str:
     """One line of the log (keys in the documented order; ``approvals`` and ``error`` are
     cedarlite's additions to version 1)."""
-    d = _dumps
+    d = _j
     return (
         f'{{"v":{VERSION},"ts":"{timestamp(ts)}","session":{d(session)},"run":{d(run)},'
         f'"call_id":{d(call_id)},"agent":{d(agent)},"tool":{d(tool)},"plugin":{d(plugin)},'

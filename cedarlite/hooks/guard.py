@@ -32,9 +32,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..ast import Effect, Policy
 from ..authorizer import Decision, PolicyError, Response
@@ -93,8 +93,7 @@ EventSink = Callable[[dict[str, Any]], Any]
 # The outcome
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """The guard's answer for one call.
 
     ``action`` is ``"allow"``, ``"block"`` or ``"ask"``; ``tool`` the normalized tool name;
@@ -105,7 +104,8 @@ class Outcome:
     determining Cedar policies; ``errors`` the policies that failed to evaluate;
     ``approval`` the first pending approval request of an ``"ask"`` (all of them in
     ``approvals``); ``failure`` whether a block is a failure (an error result) rather than a
-    veto (spec §11.5); ``warnings`` the loop warnings emitted for this call.
+    veto (spec §11.5); ``warnings`` the loop warnings emitted for this call. (An immutable
+    record; a named tuple because one is built per call.)
     """
 
     action: str
