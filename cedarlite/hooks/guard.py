@@ -1050,7 +1050,7 @@ def _record_outcome(
     state: SessionState,
 ) -> tuple[SessionState, None]:
     updated = loops.record_outcome(state.loop, tool, args, call_id, outcome, settings, now)
-    return replace(state, loop=updated), None
+    return state._replace(loop=updated), None
 
 
 def _approval_entry(

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from ..tools.config import js_truthy
 from ..tools.names import js_trim
@@ -112,8 +112,7 @@ def _switch(value: Any) -> bool:
 # History
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryEntry:
+class HistoryEntry(NamedTuple):
     """One call of the window: tool, ``argsHash``, call id (``None`` when it had none), and
     the outcome hash once known. ``timestamp`` is informational (seconds since the epoch)."""
 
@@ -150,8 +149,7 @@ class HistoryEntry:
         return entry
 
 
-@dataclass(frozen=True, slots=True)
-class LoopState:
+class LoopState(NamedTuple):
     """A session's loop state: the history window, and the last bucket emitted per warning
     key (insertion order; updating a key does not move it)."""
 
@@ -394,10 +392,10 @@ def record_outcome(
             and e.tool == tool
             and (call_id is None or e.call_id == call_id)
         ):
-            done = replace(e, result_hash=outcome)
-            return replace(state, history=(*history[:i], done, *history[i + 1 :]))
+            done = e._replace(result_hash=outcome)
+            return state._replace(history=(*history[:i], done, *history[i + 1 :]))
     entry = HistoryEntry(tool, args, call_id, outcome, now)
-    return replace(state, history=_window((*history, entry), settings.history_size))
+    return state._replace(history=_window((*history, entry), settings.history_size))
 
 
 # ---------------------------------------------------------------------------------------------

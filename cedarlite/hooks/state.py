@@ -13,8 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .loops import HistoryEntry, LoopState
 
@@ -24,15 +23,14 @@ MAX_APPROVALS = 256
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class SessionState:
+class SessionState(NamedTuple):
     """Everything the guard keeps for one session (immutable; updates return new states).
 
     ``loop`` is the loop-detection history and warning buckets; ``approvals`` the keys of
     ``allow-always`` approvals, oldest first (at most :data:`MAX_APPROVALS`).
     """
 
-    loop: LoopState = field(default_factory=LoopState)
+    loop: LoopState = LoopState()
     approvals: tuple[str, ...] = ()
 
     def with_approval(self, key: str) -> SessionState:
