@@ -6,7 +6,7 @@ profiles, byProvider, agents, sandbox and sub-agent settings), the shipped argum
 commands and file paths that pass and fail the rules, MCP tools, tools the run does not offer.
 
 Rows, measured in the same process, interleaved call by call (each round times every row once
-on the same call, in rotating order), then in a tight loop of blocks:
+on the same call, in a shuffled order), then in a tight loop of blocks:
 
 * **bare decision**: the compiled Cedar decision on a request built beforehand (the engine
   alone: no name lookup, no argument checking);
@@ -17,15 +17,19 @@ on the same call, in rotating order), then in a tight loop of blocks:
   (the log is a file in a temporary directory).
 
 Every row must reach the same allow/deny on every call. Medians and p99 in microseconds; the
-ratio is the row's median over the bare decision's. Run:
+ratio is the row's median over the bare decision's. Per-call times are the thread's CPU time
+by default (``--clock cpu``): on a shared machine a wall-clock sample often includes time the
+process spent descheduled, which no row causes; ``--clock wall`` measures wall time. The
+tight-loop column is wall time either way. Run:
 
-    python benchmarks/bench_guard.py [--rounds 4000]
+    python benchmarks/bench_guard.py [--rounds 4000] [--clock cpu|wall]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -75,15 +79,19 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def interleaved(rows: dict[str, Callable[[int], Any]], rounds: int) -> dict[str, list[float]]:
-    """Per-call times: each round calls every row once on the same call, order rotating."""
+def interleaved(
+    rows: dict[str, Callable[[int], Any]], rounds: int, clock: Callable[[], float]
+) -> dict[str, list[float]]:
+    """Per-call times: each round calls every row once on the same call, in a shuffled order
+    (a fixed rotation would always run a row after the same neighbour, whose effect on the
+    caches it would then carry)."""
     names = list(rows)
     samples: dict[str, list[float]] = {n: [] for n in names}
-    clock = time.perf_counter
+    rng = random.Random(7)
     for r in range(rounds):
         i = r % len(CALLS)
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+        rng.shuffle(names)
+        for name in names:
             fn = rows[name]
             t0 = clock()
             fn(i)
@@ -106,6 +114,7 @@ def tight(rows: dict[str, Callable[[int], Any]], blocks: int, size: int) -> dict
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4000, help="interleaved rounds")
+    parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     args = parser.parse_args(argv)
 
     tools = build_tools()
@@ -165,13 +174,15 @@ def main(argv: list[str] | None = None) -> int:
         if got != expected:
             raise SystemExit(f"{name} decides differently: {got} != {expected}")
 
-    samples = interleaved(rows, args.rounds)
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    samples = interleaved(rows, args.rounds, clock)
     loop_means = tight(rows, blocks=5, size=400)
     bare = summary(samples["bare decision (prebuilt request)"])[0]
     n_allowed = sum(expected)
     print(
         f"guard overhead: {len(tools)} tools, {len(base.policies)} policies, "
-        f"{len(CALLS)} calls ({n_allowed} allowed), {args.rounds} interleaved rounds"
+        f"{len(CALLS)} calls ({n_allowed} allowed), {args.rounds} interleaved rounds, "
+        f"{args.clock} time"
     )
     print(
         f"  {'row':<38}{'median us':>11}{'p99 us':>10}{'x bare':>9}"
@@ -188,9 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     after_samples = []
     for r in range(args.rounds):
         i = r % len(CALLS)
-        t0 = time.perf_counter()
+        t0 = clock()
         after.after_tool_call(CALLS[i][0], CALLS[i][1], calls[i], result=result)
-        after_samples.append((time.perf_counter() - t0) * 1e6)
+        after_samples.append((clock() - t0) * 1e6)
     median, p99 = summary(after_samples)
     print(f"  {'after_tool_call (loops on)':<38}{median:>11.1f}{p99:>10.1f}")
     for g in guards.values():

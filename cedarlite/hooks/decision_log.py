@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from . import _json
@@ -109,14 +110,20 @@ def timestamp(seconds: float) -> str:
     micros = round((seconds - whole) * 1e6)
     if micros == 1_000_000:
         whole, micros = whole + 1, 0
-    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(whole))}.{micros:06d}Z"
+    return f"{_second(whole)}.{micros:06d}Z"
 
 
-def _j(value: Any) -> str:
-    """JSON of a log field (strings and ``null`` directly)."""
-    if value is None:
-        return "null"
-    return _escape(value) if value.__class__ is str else _dumps(value)
+@lru_cache(maxsize=4)
+def _second(whole: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else _escape(value)
+
+
+def _texts(values: Sequence[str]) -> str:
+    return "[" + ",".join([_escape(v) for v in values]) + "]"
 
 
 def log_line(
@@ -144,14 +151,15 @@ def log_line(
 ) -> str:
     """One line of the log (keys in the documented order; ``approvals`` and ``error`` are
     cedarlite's additions to version 1)."""
-    d = _j
+    failed = ",".join([f'{{"policy":{_escape(p)},"message":{_escape(m)}}}' for p, m in errors])
     return (
-        f'{{"v":{VERSION},"ts":"{timestamp(ts)}","session":{d(session)},"run":{d(run)},'
-        f'"call_id":{d(call_id)},"agent":{d(agent)},"tool":{d(tool)},"plugin":{d(plugin)},'
-        f'"params":{params_json},"redacted":{d(list(redacted))},"context":{context_json},'
-        f'"decision":{d(decision)},"denied_reason":{d(denied_reason)},"reason":{d(reason)},'
-        f'"policies":{d(list(policies))},'
-        f'"errors":{d([{"policy": p, "message": m} for p, m in errors])},'
-        f'"params_rewritten":{d(params_rewritten)},"latency_us":{latency_us},'
-        f'"policy_hash":{d(policy_hash)},"approvals":{d(list(approvals))},"error":{d(error)}}}'
+        f'{{"v":{VERSION},"ts":"{timestamp(ts)}","session":{_text(session)},'
+        f'"run":{_text(run)},"call_id":{_text(call_id)},"agent":{_escape(agent)},'
+        f'"tool":{_escape(tool)},"plugin":{_text(plugin)},"params":{params_json},'
+        f'"redacted":{_texts(redacted)},"context":{context_json},"decision":{_escape(decision)},'
+        f'"denied_reason":{_text(denied_reason)},"reason":{_text(reason)},'
+        f'"policies":{_texts(policies)},"errors":[{failed}],'
+        f'"params_rewritten":{"true" if params_rewritten else "false"},'
+        f'"latency_us":{int(latency_us)},"policy_hash":{_escape(policy_hash)},'
+        f'"approvals":{_dumps(list(approvals)) if approvals else "[]"},"error":{_text(error)}}}'
     )
