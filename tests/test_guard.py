@@ -538,7 +538,7 @@ def test_failing_event_sink_does_not_change_decisions():
 
 def test_empty_explicit_allowlist_raises():
     with pytest.raises(EmptyAllowlistError, match="No callable tools remain"):
-        Guard({"tools": {"allow": ["query_db"]}}, [{"name": "read"}], {})
+        Guard({"tools": {"allow": ["query_db"]}}, [{"name": "read"}], {}, strict=False)
 
 
 def test_rules_from_paths_policysets_and_text(tmp_path):
