@@ -415,3 +415,15 @@ def test_params_that_cannot_be_read_are_still_logged(tmp_path):
     (line,) = lines(log)
     assert line["params"] == "<unreadable: RuntimeError>" and line["call_id"] == "h"
     assert line["decision"] == "block" and "gotcha" in line["error"]
+
+
+def test_a_dropped_guard_closes_its_log(tmp_path):
+    import gc
+
+    guard = make(tmp_path / "log.jsonl")
+    fd = guard._log._fd
+    os.fstat(fd)
+    del guard
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(fd)

@@ -93,6 +93,14 @@ class DecisionLog:
                 os.close(self._fd)
                 self._fd = None
 
+    def __del__(self) -> None:
+        # A guard built per run and dropped without close() must not leak its descriptor.
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            self._fd = None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
 
 def redacted_json(value: Any, prefix: str) -> tuple[str, list[str]]:
     """The JSON text of params or context as the log writes it, and the redacted pointers."""
