@@ -101,3 +101,13 @@ def test_any_depth_without_the_cap():
         node = node["k"]
     text = _json.stable(value)
     assert text.startswith('{"k":{"k":') and len(text) == 100_000 * 6 + 2
+
+
+def test_huge_integers_and_odd_keys():
+    with pytest.raises(_json.NotJSON, match="more than 4000 digits") as err:
+        _json.canonical({"n": [10**4500]})
+    assert err.value.path == "/n/0"
+    assert _json.encode({"n": 10**4500})[0] == '{"n":"<int>"}'
+    assert _json.canonical({"n": 10**300}) == '{"n":' + str(10**300) + "}"
+    with pytest.raises(_json.NotJSON, match="object key `tuple` is not a string"):
+        _json.canonical({(1, 2): "x"})

@@ -96,7 +96,7 @@ def encode(
         elif item is False:
             emit("false")
         elif cls is int:
-            emit(int.__repr__(item))
+            emit(_int(item, other, stack))
         elif cls is float:
             emit(_float(item, normalize, other, stack))
         elif (
@@ -125,7 +125,7 @@ def encode(
             item = str(item)
             continue
         elif isinstance(item, int) and not isinstance(item, bool):
-            emit(int.__repr__(int(item)))
+            emit(_int(int(item), other, stack))
         elif isinstance(item, float):
             emit(_float(float(item), normalize, other, stack))
         else:
@@ -189,6 +189,8 @@ def _flat(
                 redacted.append(prefix + "/" + k.replace("~", "~0").replace("/", "~1"))
             text = _escape(v)
         elif cls is int:
+            if not -_BIG < v < _BIG:
+                return None  # the walk says what to do with it
             text = int.__repr__(v)
         else:
             text = "null" if v is None else ("true" if v else "false")
@@ -219,10 +221,28 @@ def _key(key: Any, other: str, stack: list[list[Any]]) -> str:
     if isinstance(key, str):
         return _escape(str(key))
     if other == STRICT:
-        raise NotJSON(f"object key `{key!r}` is not a string", _pointer("", stack))
+        shown = (
+            repr(key) if key is None or isinstance(key, bool | int | float) else type(key).__name__
+        )
+        raise NotJSON(f"object key `{shown}` is not a string", _pointer("", stack))
     if key is None or isinstance(key, bool | int | float):
         return _escape(json.dumps(key))  # as json.dumps writes such keys
     return _escape(f"<{type(key).__name__}>")
+
+
+_BIG = 10**4000
+
+
+def _int(x: int, other: str, stack: list[list[Any]]) -> str:
+    """An integer's digits; one of thousands of digits is not a JSON number anyone sends
+    (and Python refuses to print one beyond 4,300 digits)."""
+    if -_BIG < x < _BIG:
+        return int.__repr__(x)
+    if other == STRICT:
+        raise NotJSON(
+            "an integer of more than 4000 digits is not a JSON number", _pointer("", stack)
+        )
+    return "<int>" if other == TOKEN else _escape("<int>")
 
 
 def _float(x: float, normalize: bool, other: str, stack: list[list[Any]]) -> str:
