@@ -1,0 +1,37 @@
+"""The before-tool-call guard: where cedarlite meets a running agent (spec §11).
+
+```python
+from cedarlite.hooks import Guard
+guard = Guard({"tools": {"profile": "coding"}}, [{"name": "read"}, {"name": "exec"}], {})
+outcome = guard.before_tool_call("exec", {"command": "ls"}, {"sessionKey": "s1"})
+assert outcome.action == "allow"
+```
+
+* :class:`Guard` decides every call of a run: allow (possibly with rewritten params), block
+  (with a reason the model reads) or ask (a person approves); :class:`Outcome` is its answer;
+* :class:`ApprovalRequest` is what an ``approver`` is asked;
+* loop detection (:mod:`cedarlite.hooks.loops`) is a pure function of a session's state,
+  kept by a :class:`SessionStore` (:class:`MemorySessionStore` by default);
+* the decision log (:mod:`cedarlite.hooks.decision_log`) appends one JSON line per decision.
+"""
+
+from .approvals import ApprovalRequest, GuardError
+from .decision_log import DecisionLog
+from .guard import Guard, Outcome
+from .loops import HistoryEntry, LoopResult, LoopSettings, LoopState
+from .state import MemorySessionStore, SessionState, SessionStore
+
+__all__ = [
+    "ApprovalRequest",
+    "DecisionLog",
+    "Guard",
+    "GuardError",
+    "HistoryEntry",
+    "LoopResult",
+    "LoopSettings",
+    "LoopState",
+    "MemorySessionStore",
+    "Outcome",
+    "SessionState",
+    "SessionStore",
+]

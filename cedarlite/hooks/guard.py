@@ -1,0 +1,1109 @@
+"""The before-tool-call guard (spec §11): one object per agent run that decides every call.
+
+For one call, in order (the first check that blocks ends it):
+
+1. the name is normalized; a tool the run does not offer is blocked (``not-offered``);
+2. the arguments must be JSON (at most :data:`~cedarlite.hooks._json.MAX_PARAM_DEPTH` deep)
+   and conform to the tool's parameter schema (``invalid-arguments``);
+3. loop detection (§11.2), when the call has a session key: a critical result vetoes the call
+   (``tool-loop``); a warning is emitted once per bucket; the call is recorded;
+4. the compiled Cedar decision over the tool layer and the ``rules``: a satisfied forbid
+   without ``@ask`` blocks (``policy``, its ``@reason``), so does a forbid or ``@ask`` policy
+   that fails to evaluate (unless annotated ``@onError("skip")``); a satisfied ``@ask``
+   policy requires an approval;
+5. trusted policies (registration order): block, require an approval, replace the params;
+6. hooks (§11.3): descending priority, sticky block, last params, first approval;
+7. approvals (§11.4): ``before_tool_call`` answers ``"ask"`` with the pending requests;
+   ``abefore_tool_call`` asks the ``approver``. ``allow-always`` is remembered per session.
+
+Every exception of the guard's own (engine, state store, decision log, a bug) blocks the call
+with the spec's failure reason; hook errors do too unless ``fail_closed=False``. Each decision
+is appended to the decision log, when there is one, before it is returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import replace
+from functools import partial
+from typing import Any, NamedTuple
+
+from .. import Request  # the facade: Request is moving to its own module (#12a)
+from ..ast import Effect, Policy
+from ..authorizer import Decision, PolicyError, Response
+from ..compiler import compiled
+from ..entities import Entity, load_json
+from ..policyset import PolicySet
+from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
+from ..tools.config import js_truthy
+from ..tools.names import norm, norm_agent_id
+from ..tools.params import ToolArgumentError, call_arguments, call_entity
+from ..tools.resolve import EmptyAllowlistError, ToolPolicy
+from ..values import Record
+from . import _json, loops
+from .approvals import (
+    CANCELLED,
+    SEVERITIES,
+    ApprovalRequest,
+    Approver,
+    AskSpec,
+    GuardError,
+    ask_spec,
+    hook_request_fields,
+    request_approval,
+)
+from .decision_log import DecisionLog, log_line, policy_hash, redacted_json
+from .state import DEFAULT_STORE, SessionState, SessionStore
+
+log = logging.getLogger("cedarlite.hooks")
+
+#: The reason of a failure of the guard itself or of a hook (spec §11.1.5).
+HOOK_FAILED = "Tool call blocked because before_tool_call hook failed"
+TRUSTED_BLOCKED = "Tool call blocked by trusted plugin policy"
+HOOK_BLOCKED = "Tool call blocked by plugin hook"
+
+#: The run-context keys of spec §4.3 (the decision log records these).
+CONTEXT_KEYS = (
+    "agentId",
+    "provider",
+    "model",
+    "channel",
+    "groupId",
+    "sandboxed",
+    "senderIsOwner",
+    "subagentDepth",
+    "toolsEnabled",
+)
+
+_STARTED_CAP = 4096
+
+HookHandler = Callable[[dict[str, Any], dict[str, Any]], Any]
+EventSink = Callable[[dict[str, Any]], Any]
+
+
+# ---------------------------------------------------------------------------------------------
+# The outcome
+
+
+class Outcome(NamedTuple):
+    """The guard's answer for one call.
+
+    ``action`` is ``"allow"``, ``"block"`` or ``"ask"``; ``tool`` the normalized tool name;
+    ``params`` the arguments the tool runs with (hooks may have rewritten them); ``reason``
+    the text the model (or the person asked) reads; ``denied_reason`` one of ``tool-loop``,
+    ``plugin-before-tool-call``, ``plugin-approval``, ``policy``, ``not-offered``,
+    ``invalid-arguments`` (``None`` unless blocked); ``policies`` the labels of the
+    determining Cedar policies; ``errors`` the policies that failed to evaluate;
+    ``approval`` the first pending approval request of an ``"ask"`` (all of them in
+    ``approvals``); ``failure`` whether a block is a failure (an error result) rather than a
+    veto (spec §11.5); ``warnings`` the loop warnings emitted for this call. (An immutable
+    record; a named tuple because one is built per call.)
+    """
+
+    action: str
+    tool: str
+    params: Any = None
+    reason: str | None = None
+    denied_reason: str | None = None
+    policies: tuple[str, ...] = ()
+    errors: tuple[PolicyError, ...] = ()
+    approval: ApprovalRequest | None = None
+    approvals: tuple[ApprovalRequest, ...] = ()
+    failure: bool = False
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        """``action == "allow"``."""
+        return self.action == "allow"
+
+    @property
+    def blocked(self) -> bool:
+        """``action == "block"``."""
+        return self.action == "block"
+
+    def to_tool_result(self) -> dict[str, Any] | None:
+        """The tool result the model receives for a block (spec §11.5); ``None`` otherwise.
+
+        A veto is ``{"content": [text], "details": {"status": "blocked", "deniedReason",
+        "reason"}}``; a failure ``{"content": [payload as 2-space JSON], "details": payload}``
+        with payload ``{"status": "error", "tool", "error"}``.
+        """
+        if self.action != "block":
+            return None
+        reason = self.reason or ""
+        if self.failure:
+            payload = {"status": "error", "tool": self.tool, "error": reason}
+            text = _pretty(payload)
+            return {"content": [{"type": "text", "text": text}], "details": payload}
+        return {
+            "content": [{"type": "text", "text": reason}],
+            "details": {
+                "status": "blocked",
+                "deniedReason": self.denied_reason or "plugin-before-tool-call",
+                "reason": reason,
+            },
+        }
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# One call in flight
+
+
+class _Call:
+    """The working record of one call (never escapes the guard)."""
+
+    __slots__ = (
+        "approvals_log",
+        "approving",
+        "args",
+        "asks",
+        "call",
+        "call_id",
+        "canonical",
+        "digest",
+        "error",
+        "errors",
+        "info",
+        "log_params",
+        "name",
+        "original",
+        "params",
+        "policies",
+        "policy_ask",
+        "rewritten",
+        "run",
+        "session",
+        "session_id",
+        "started",
+        "tool",
+        "waited",
+        "warnings",
+    )
+
+    def __init__(self, name: Any, params: Any, call: Any) -> None:
+        self.started = time.perf_counter_ns()
+        self.name = name
+        self.tool = norm(name) or "tool"
+        self.original = self.params = params
+        self.session = self.call_id = self.run = self.session_id = None
+        self.error: str | None = None
+        try:
+            if call is not None and not isinstance(call, Mapping):
+                self.error = f"the call must be a dict, not `{type(call).__name__}`"
+                call = None
+            get = (call or {}).get
+            self.session = _text(get("sessionKey"))
+            self.call_id = _text(get("toolCallId"))
+            self.run = _text(get("runId"))
+            self.session_id = _text(get("sessionId"))
+        except Exception as err:  # a hostile Mapping: treated as a malformed call
+            self.error = f"the call cannot be read: {err}"
+        self.call = {"sessionKey": self.session, "toolCallId": self.call_id, "runId": self.run}
+        self.info: ToolInfo | None = None
+        self.canonical: str | None = None
+        self.digest: str | None = None
+        self.args: str | None = None
+        self.policies: tuple[str, ...] = ()
+        self.errors: tuple[PolicyError, ...] = ()
+        self.policy_ask: ApprovalRequest | None = None
+        self.asks: list[ApprovalRequest] = []
+        self.rewritten = False
+        self.approvals_log: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.waited = 0.0
+        self.approving = False
+        self.log_params: tuple[str, list[str]] | None = None
+
+
+def _text(value: Any) -> str | None:
+    """A call field: a non-empty string, else ``None``."""
+    return value if isinstance(value, str) and value else None
+
+
+class _Raised:
+    """A handler's exception, handed to the hook plan."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class _HookFailure(Exception):
+    """A trusted policy or (fail-closed) hook failed: the call fails."""
+
+
+_Plan = Generator[tuple[HookHandler, tuple[Any, ...]], Any, "Outcome | None"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The guard
+
+
+class Guard:
+    """The before-tool-call guard of one agent run.
+
+    ``config``, ``tools`` and ``context`` as for :func:`cedarlite.tools.resolve_tools`
+    (spec §4); ``rules`` extra Cedar (a :class:`~cedarlite.PolicySet`, Cedar text, or a list
+    of ``.cedar`` paths): argument conditions, ``@ask`` policies. ``on_event`` receives the
+    ``tool.loop`` and ``tool.execution.*`` events as dicts. ``decision_log`` is a path to
+    append one JSON line per decision to. ``fail_closed=False`` lets a failing hook handler
+    be ignored (never an error of the guard itself). ``approver`` is an async callable
+    answering :class:`ApprovalRequest` s. ``strict`` (the default) selects the tool layer's
+    strict reading of the configuration, context and rules. ``session_store``
+    keeps loop histories and ``allow-always`` approvals (default: one store per process).
+
+    Raises :class:`~cedarlite.tools.EmptyAllowlistError` when an explicit allowlist leaves the
+    run no tool (spec §9), and a :class:`~cedarlite.CedarliteError` for bad input.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | str | None,
+        tools: Iterable[Mapping[str, Any]] | ToolCatalog,
+        context: Mapping[str, Any] | None,
+        *,
+        rules: PolicySet | str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        on_event: EventSink | None = None,
+        decision_log: str | os.PathLike[str] | None = None,
+        fail_closed: bool = True,
+        approver: Approver | None = None,
+        strict: bool = True,
+        session_store: SessionStore | None = None,
+    ) -> None:
+        self.on_event = on_event
+        self.fail_closed = fail_closed
+        self.approver = approver
+        self.strict = strict
+        self.session_store: SessionStore = DEFAULT_STORE if session_store is None else session_store
+        if not isinstance(tools, ToolCatalog):
+            tools = tool_list(tools)
+        self.policy, rule_policies = self._build(config, tools, rules, context, strict)
+        resolution = self.policy.resolve(context)
+        if resolution.error is not None:
+            raise EmptyAllowlistError(resolution.error, resolution)
+        self.resolution = resolution
+        run = resolution.context
+        self.agent: str = run.agent
+        self._principal = run.principal
+        self._record = run.record()
+        self._entities = self.policy.entities
+        self._tools = tuple(resolution.allowed)
+        self._compile_rules(rule_policies)
+        self._index_tools()
+        self.loop_settings = loops.LoopSettings.resolve(*self._loop_config())
+        self.policy_hash = policy_hash(_config_value(config), _tools_value(tools), self._rules_text)
+        given = context if isinstance(context, Mapping) else {}
+        self._context_json, self._context_redacted = redacted_json(
+            {k: given[k] for k in CONTEXT_KEYS if k in given}, "/context"
+        )
+        self._hooks: tuple[tuple[float, int, str, HookHandler], ...] = ()
+        self._trusted: tuple[tuple[str, HookHandler], ...] = ()
+        self._registered = 0
+        self._started: OrderedDict[tuple[str | None, str], float] = OrderedDict()
+        self._started_lock = threading.Lock()
+        self._log: DecisionLog | None = None
+        if decision_log is not None:
+            try:
+                self._log = DecisionLog(decision_log)
+            except OSError as err:
+                raise GuardError(
+                    f"cannot open the decision log `{os.fspath(decision_log)}`: {err.strerror}"
+                ) from None
+
+    # -- construction ----------------------------------------------------------------------
+
+    @staticmethod
+    def _build(
+        config: Any, tools: Any, rules: Any, context: Any, strict: bool
+    ) -> tuple[ToolPolicy, list[tuple[Policy, str | None]]]:
+        """The compiled tool policy and the rules' policies (with their sources).
+
+        Strict (the default): configuration mistakes raise :class:`~cedarlite.tools.ConfigError`,
+        a run context with unknown keys or agents raises it too, and rules that do not validate
+        against the catalog's schema raise :class:`~cedarlite.tools.RulesError`.
+        """
+        policy = ToolPolicy(config, tools, strict=strict)
+        policy.check_context(context)  # a no-op for a lenient policy
+        return policy, _load_rules(policy, rules, strict)
+
+    def _compile_rules(self, rule_policies: list[tuple[Policy, str | None]]) -> None:
+        """Merge the rules into the tool layer's policies, once: rules get ids ``rule<n>`` and
+        keep their ``@id`` label; ``@ask`` policies become permits whose satisfaction asks."""
+        policies: list[Policy] = list(self.policy.policies)
+        asks: dict[str, AskSpec] = {}
+        ask_forbids: set[str] = set()
+        blocking: set[str] = {p.id for p in policies if p.effect is Effect.FORBID}
+        for i, (p, source) in enumerate(rule_policies):
+            pid = f"rule{i}"
+            label = p.annotations.get("id", p.id)
+            on_error = p.annotations.get("onError", "block")
+            if on_error not in ("block", "skip"):
+                raise GuardError(
+                    f"policy `{label}`: @onError(`{on_error}`) must be `block` or `skip`",
+                    span=p.span,
+                    source=source,
+                )
+            effect = p.effect
+            if "ask" in p.annotations:
+                asks[pid] = ask_spec(p, label, source)
+                if effect is Effect.FORBID:
+                    ask_forbids.add(pid)
+                effect = Effect.PERMIT  # INVARIANT: satisfied asks show up in Allow reasons
+            if (p.effect is Effect.FORBID or "ask" in p.annotations) and on_error == "block":
+                blocking.add(pid)
+            annotations = {"id": label, **p.annotations}
+            policies.append(replace(p, id=pid, effect=effect, annotations=annotations))
+        self._policies = PolicySet(policies, source="<guard>")
+        self._rules_text = (
+            PolicySet([p for p, _ in rule_policies]).to_cedar() if rule_policies else ""
+        )
+        self._compiled = compiled(self._policies)
+        self._labels = {p.id: p.annotations.get("id", p.id) for p in policies}
+        self._reasons = {
+            p.id: p.annotations["reason"] for p in policies if "reason" in p.annotations
+        }
+        self._asks = asks
+        self._ask_forbids = frozenset(ask_forbids)
+        self._blocking_errors = frozenset(blocking)
+
+    def _index_tools(self) -> None:
+        """Offered tools by exact and normalized name; removed tools' layer and policies."""
+        self._by_name: dict[str, ToolInfo] = {}
+        self._by_norm: dict[str, ToolInfo] = {}
+        # The resource entity of each tool's calls, without arguments (per call: one copy).
+        self._call_entities: dict[str, Entity] = {}
+        self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
+        for d in self.resolution.decisions:
+            t = d.tool
+            if d.allowed:
+                self._call_entities[t.key] = call_entity(self.policy.catalog, t, Record(), "call")
+                if isinstance(t.name, str):
+                    self._by_name.setdefault(t.name, t)
+                self._by_norm.setdefault(t.normalized, t)
+            elif d.removed_by is not None:
+                reasons = d.response.reasons if d.response is not None else ()
+                labels = tuple(self._labels.get(r, r) for r in reasons)
+                self._removed.setdefault(t.normalized, (t, d.removed_by, labels))
+
+    def _loop_config(self) -> tuple[Any, Any]:
+        """``tools.loopDetection`` and the run's agent's ``loopDetection``."""
+        config = self.policy.config
+        global_value = config.tools.loop_detection if config.tools else None
+        agent_value = None
+        for entry in (config.agents.entries if config.agents else None) or ():
+            if entry is None:
+                continue
+            if norm_agent_id(entry.id if isinstance(entry.id, str) else None) == self.agent:
+                agent_value = entry.tools.loop_detection if entry.tools else None
+                break
+        return global_value, agent_value
+
+    # -- public surface ----------------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[Any]:
+        """The names of the tools offered to the model for this run (spec §4.4), in order."""
+        return list(self._tools)
+
+    @property
+    def policies(self) -> PolicySet:
+        """The compiled policy set the guard decides with (tool layer and rules)."""
+        return self._policies
+
+    def __repr__(self) -> str:
+        tools, policies = len(self._tools), len(self._policies)
+        return f"<Guard agent={self.agent!r}: {tools} tools, {policies} policies>"
+
+    def __enter__(self) -> Guard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the decision log (later decisions are blocked: they cannot be logged)."""
+        if self._log is not None:
+            self._log.close()
+
+    def register_hook(
+        self, handler: HookHandler, *, priority: float = 0, plugin_id: str | None = None
+    ) -> None:
+        """Register an OpenClaw ``before_tool_call`` handler: ``handler(event, ctx)`` returns
+        ``None`` or a dict with ``block``, ``blockReason``, ``params``, ``requireApproval``
+        (an awaitable of one with :meth:`abefore_tool_call`). Higher ``priority`` runs first;
+        ``plugin_id`` defaults to the handler's qualified name."""
+        plugin = self._plugin(handler, plugin_id)
+        if isinstance(priority, bool) or not isinstance(priority, int | float):
+            raise GuardError(f"hook priority must be a number, not `{priority!r}`")
+        self._registered += 1
+        hooks = [*self._hooks, (-float(priority), self._registered, plugin, handler)]
+        self._hooks = tuple(sorted(hooks, key=lambda h: (h[0], h[1])))
+
+    def register_trusted_policy(
+        self, handler: HookHandler, *, plugin_id: str | None = None
+    ) -> None:
+        """Register a trusted tool policy (evaluated before hooks, in registration order):
+        ``handler(event, ctx)`` returns ``None`` or a dict with ``block``, ``blockReason``,
+        ``params`` (the params hooks then see), ``requireApproval``. Its failures always
+        block the call."""
+        self._trusted = (*self._trusted, (self._plugin(handler, plugin_id), handler))
+
+    @staticmethod
+    def _plugin(handler: Any, plugin_id: str | None) -> str:
+        if not callable(handler):
+            raise GuardError(f"a hook handler must be callable, not `{type(handler).__name__}`")
+        if plugin_id is None:
+            module = getattr(handler, "__module__", None) or "?"
+            return f"{module}.{getattr(handler, '__qualname__', type(handler).__name__)}"
+        if not isinstance(plugin_id, str) or not plugin_id:
+            raise GuardError("a hook's plugin_id must be a non-empty string")
+        return plugin_id
+
+    # -- deciding ------------------------------------------------------------------------------
+
+    def before_tool_call(
+        self, tool_name: Any, params: Any, call: Mapping[str, Any] | None = None
+    ) -> Outcome:
+        """Decide one call (``call``: ``{"sessionKey", "toolCallId", "runId"?}``).
+
+        Returns ``"allow"`` (with the params to run), ``"block"`` or ``"ask"`` (with the
+        approval requests; use :meth:`abefore_tool_call` to have the ``approver`` answer
+        them). Async hook handlers need :meth:`abefore_tool_call`. Never raises.
+        """
+        c = _Call(tool_name, params, call)
+        try:
+            outcome = self._check(c)
+            if outcome is None:
+                outcome = self._drive(self._plan(c)) or self._recheck(c)
+            if outcome is None:
+                outcome = self._pending_approvals(c)
+        except Exception as err:
+            outcome = self._failed(c, err)
+        return self._finish(c, outcome)
+
+    async def abefore_tool_call(
+        self, tool_name: Any, params: Any, call: Mapping[str, Any] | None = None
+    ) -> Outcome:
+        """Decide one call like :meth:`before_tool_call`, awaiting async hook handlers and
+        running the approval flow (spec §11.4) with the ``approver``: the answer is
+        ``"allow"`` or ``"block"``. If the awaiting task is cancelled during an approval, the
+        decision is logged as cancelled and the cancellation propagates."""
+        c = _Call(tool_name, params, call)
+        try:
+            outcome = self._check(c)
+            if outcome is None:
+                outcome = await self._adrive(self._plan(c)) or self._recheck(c)
+            if outcome is None:
+                outcome = await self._run_approvals(c)
+        except asyncio.CancelledError:  # logged, then propagated (spec §11.5: never converted)
+            if c.approving:
+                self._finish(c, self._block(c, "plugin-approval", CANCELLED, failure=True))
+            else:
+                reason = "Tool call cancelled (run aborted)"
+                self._finish(c, self._block(c, "plugin-before-tool-call", reason, failure=True))
+            raise
+        except Exception as err:
+            outcome = self._failed(c, err)
+        return self._finish(c, outcome)
+
+    def after_tool_call(
+        self,
+        tool_name: Any,
+        params: Any,
+        call: Mapping[str, Any] | None = None,
+        result: Any = None,
+        error: Any = None,
+    ) -> None:
+        """Record what a call returned (loop detection) and emit its completion event.
+
+        Give the params passed to :meth:`before_tool_call`. ``result=None`` and
+        ``error=None`` record nothing (the call returned nothing); an ``error`` (an exception
+        or its message) wins over ``result``. Outcomes may arrive late, out of order, or
+        never. Never raises.
+        """
+        c = _Call(tool_name, params, call)
+        try:
+            settings = self.loop_settings
+            if settings.enabled and c.session and norm(tool_name) in self._by_norm:
+                outcome = loops.outcome_hash(c.tool, params, result, error)
+                if outcome is not None:
+                    args = loops.args_hash(c.tool, _json.canonical(params))
+                    self.session_store.update(
+                        c.session,
+                        partial(
+                            _record_outcome, c.tool, args, c.call_id, outcome, settings, time.time()
+                        ),
+                    )
+        except Exception as err:
+            log.warning("after_tool_call failed: tool=%s error=%s", c.tool, err)
+        if self.on_event is None:
+            return
+        try:
+            with self._started_lock:
+                started = self._started.pop((c.session, c.call_id), None) if c.call_id else None
+            event = self._event(
+                c, "tool.execution.error" if error is not None else "tool.execution.completed"
+            )
+            if started is not None:
+                event["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
+            if error is not None:
+                event["errorCategory"] = (
+                    type(error).__name__ if isinstance(error, BaseException) else "error"
+                )
+                event["error"] = error if isinstance(error, str) else str(error)
+        except Exception as err:
+            log.warning("after_tool_call event failed: tool=%s error=%s", c.tool, err)
+            return
+        self._emit(event)
+
+    # -- the stages ----------------------------------------------------------------------------
+
+    def _check(self, c: _Call) -> Outcome | None:
+        """Name, arguments, loop detection and the Cedar decision; an outcome if one blocks."""
+        if self._log is not None:
+            c.log_params = redacted_json(c.original, "/params")
+        if c.error is not None:
+            raise GuardError(c.error)
+        info = None
+        if c.name.__class__ is str:
+            info = self._by_name.get(c.name)
+        if info is None:
+            info = self._by_norm.get(norm(c.name))
+        if info is None:
+            return self._not_offered(c)
+        c.info = info
+        try:
+            c.canonical = _json.canonical(c.params)
+            arguments = call_arguments(info, c.params)
+        except _json.NotJSON as err:
+            where = f" at `{err.path}`" if err.path else ""
+            reason = f"arguments of tool `{info.name}` are not JSON: {err.message}{where}"
+            return self._block(c, "invalid-arguments", reason)
+        except ToolArgumentError as err:
+            return self._block(c, "invalid-arguments", err.message)
+        c.digest = _json.sha256(c.canonical)
+        if self.loop_settings.enabled and c.session is not None:
+            outcome = self._loops(c)
+            if outcome is not None:
+                return outcome
+        return self._decide(c, info, arguments)
+
+    def _not_offered(self, c: _Call) -> Outcome:
+        removed = self._removed.get(norm(c.name))
+        reason = f"Tool {c.tool} is not available in this run"
+        if removed is None:
+            return self._block(c, "not-offered", reason + ".")
+        c.info, layer, c.policies = removed  # the log names the removed tool's plugin
+        return self._block(c, "not-offered", f"{reason} (removed by {layer}).")
+
+    def _loops(self, c: _Call) -> Outcome | None:
+        settings = self.loop_settings
+        c.args = f"{c.tool}:{c.digest}"
+        args, tool, params, call_id, now = c.args, c.tool, c.params, c.call_id, time.time()
+
+        def change(
+            state: SessionState,
+        ) -> tuple[SessionState, tuple[loops.LoopResult | None, bool]]:
+            updated, result, emit = loops.check_call(
+                state.loop, tool, args, params, call_id, settings, now
+            )
+            new = state if updated is state.loop else SessionState(updated, state.approvals)
+            return new, (result, emit)
+
+        assert c.session is not None
+        result, emit = self.session_store.update(c.session, change)
+        if result is None or not emit:
+            return None
+        event: dict[str, Any] = {"type": "tool.loop", "sessionKey": c.session}
+        if c.session_id is not None:
+            event["sessionId"] = c.session_id
+        event.update(
+            toolName=c.tool,
+            level=result.level,
+            action="block" if result.critical else "warn",
+            detector=result.detector,
+            count=result.count,
+            message=result.message,
+        )
+        if result.paired_tool is not None:
+            event["pairedToolName"] = result.paired_tool
+        self._emit(event)
+        if result.critical:
+            return self._block(c, "tool-loop", result.message)
+        log.warning("%s", result.message)
+        c.warnings.append(result.message)
+        return None
+
+    def _decide(self, c: _Call, info: ToolInfo, arguments: Record) -> Outcome | None:
+        """The Cedar decision: a block, or ``None`` (asks are queued on the call)."""
+        proto = self._call_entities[info.key]
+        entity = Entity(proto.uid, arguments, proto.parents)
+        request = Request(
+            self._principal, info.action, entity.uid, Record({**self._record, "input": arguments})
+        )
+        response: Response = self._compiled.authorize(request, self._entities.overlay([entity]))
+        labels = self._labels
+        if not response.errors and not self._asks and response.decision is Decision.ALLOW:
+            c.policies = tuple([labels[p] for p in response.reasons])
+            return None
+        if response.errors:
+            c.errors = tuple(PolicyError(labels[e.policy_id], e.message) for e in response.errors)
+        if response.decision is Decision.DENY:
+            if response.reasons:
+                return self._forbidden(c, response.reasons)
+            failed = [e for e in response.errors if e.policy_id in self._blocking_errors]
+            if failed:
+                return self._policy_error(c, failed)
+            return self._block(c, "policy", f"Tool call blocked: no policy permits {c.tool}.")
+        failed = [e for e in response.errors if e.policy_id in self._blocking_errors]
+        if failed:
+            return self._policy_error(c, failed)
+        if all(p in self._ask_forbids for p in response.reasons):
+            # Only @ask forbids are satisfied: without them Cedar denies for want of a permit.
+            return self._block(c, "policy", f"Tool call blocked: no policy permits {c.tool}.")
+        asks = [pid for pid in response.reasons if pid in self._asks]
+        if asks:
+            c.policies = tuple(labels[p] for p in asks)
+            c.policy_ask = self._policy_approval(c, [self._asks[p] for p in asks])
+        else:
+            c.policies = tuple(labels[p] for p in response.reasons)
+            c.policy_ask = None
+        return None
+
+    def _recheck(self, c: _Call) -> Outcome | None:
+        """Params rewritten by trusted policies or hooks are checked like the model's: JSON,
+        the tool's schema, the Cedar decision (whose asks replace the first decision's)."""
+        if c.params is c.original or c.info is None:
+            return None
+        try:
+            canonical = _json.canonical(c.params)
+            if canonical == c.canonical:
+                return None
+            c.rewritten = True
+            arguments = call_arguments(c.info, c.params)
+        except _json.NotJSON as err:
+            reason = f"arguments rewritten by a hook are not JSON: {err.message}"
+            return self._block(c, "invalid-arguments", reason)
+        except ToolArgumentError as err:
+            reason = f"arguments rewritten by a hook: {err.message}"
+            return self._block(c, "invalid-arguments", reason)
+        return self._decide(c, c.info, arguments)
+
+    def _forbidden(self, c: _Call, forbids: tuple[str, ...]) -> Outcome:
+        c.policies = tuple(self._labels[p] for p in forbids)
+        texts = [
+            self._reasons.get(p) or f"Tool call blocked by policy {self._labels[p]}"
+            for p in forbids
+        ]
+        return self._block(c, "policy", "; ".join(dict.fromkeys(texts)))
+
+    def _policy_error(self, c: _Call, failed: list[PolicyError]) -> Outcome:
+        c.policies = tuple(dict.fromkeys(self._labels[e.policy_id] for e in failed))
+        names = ", ".join(c.policies)
+        return self._block(
+            c, "policy", f"Tool call blocked: policy {names} could not be evaluated."
+        )
+
+    def _policy_approval(self, c: _Call, specs: list[AskSpec]) -> ApprovalRequest:
+        """One request for every ``@ask`` policy satisfied: their descriptions, the first
+        title, the highest severity, the shortest timeout; a timeout allows only if every
+        policy says so."""
+        labels = tuple(s.label for s in specs)
+        return ApprovalRequest(
+            title=next((s.title for s in specs if s.title), f"Approve {c.tool} call"),
+            description="\n".join(dict.fromkeys(s.description for s in specs)),
+            severity=max((s.severity for s in specs), key=SEVERITIES.index),
+            tool=c.tool,
+            call=c.call,
+            timeout=min(s.timeout for s in specs),
+            timeout_behavior="allow"
+            if all(s.timeout_behavior == "allow" for s in specs)
+            else "deny",
+            plugin_id=None,
+            agent=self.agent,
+            params=c.params,
+            policies=labels,
+            key=self._approval_key(c, "policy:" + ",".join(sorted(labels))),
+        )
+
+    def _hook_approval(self, c: _Call, spec: Mapping[str, Any], plugin_id: str) -> ApprovalRequest:
+        return ApprovalRequest(
+            tool=c.tool,
+            call=c.call,
+            plugin_id=plugin_id,
+            agent=self.agent,
+            params=c.params,
+            key=self._approval_key(c, "plugin:" + plugin_id),
+            **hook_request_fields(spec),
+        )
+
+    def _approval_key(self, c: _Call, source: str) -> str:
+        """What ``allow-always`` remembers: this tool, these arguments, this asker."""
+        return _json.sha256(_json.stable([c.tool, c.digest, source]))
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    def _plan(self, c: _Call) -> _Plan:
+        """Trusted policies, then hooks merged (spec §11.1.3-4, §11.3): yields each handler
+        with its arguments and receives its result (or :class:`_Raised`)."""
+        for plugin, handler in self._trusted:
+            result = yield handler, self._hook_args(c)
+            spec = self._result(plugin, result, trusted=True)
+            if spec is None:
+                continue
+            if js_truthy(spec.get("block")):
+                why = spec.get("blockReason")
+                why = why if isinstance(why, str) and why else TRUSTED_BLOCKED
+                return self._block(c, "plugin-before-tool-call", why)
+            if isinstance(spec.get("requireApproval"), Mapping):
+                c.asks.append(self._hook_approval(c, spec["requireApproval"], plugin))
+            if isinstance(spec.get("params"), Mapping):
+                c.params = dict(spec["params"])
+        block = False
+        reason: Any = None
+        params: Any = None
+        approval: Mapping[str, Any] | None = None
+        approving: str | None = None
+        for _, _, plugin, handler in self._hooks:
+            result = yield handler, self._hook_args(c)
+            spec = self._result(plugin, result, trusted=False)
+            if spec is None:
+                continue
+            if spec.get("blockReason") is not None:
+                reason = spec["blockReason"]
+            asked = spec.get("requireApproval")
+            if approval is None and isinstance(asked, Mapping):
+                approval, approving = asked, plugin
+            if spec.get("params") is not None and approving in (None, plugin):
+                params = spec["params"]
+            if js_truthy(spec.get("block")):
+                block = True
+                break
+        if block:
+            text = reason if isinstance(reason, str) and reason else HOOK_BLOCKED
+            return self._block(c, "plugin-before-tool-call", text)
+        if approval is not None and approving is not None:
+            c.asks.append(self._hook_approval(c, approval, approving))
+        if isinstance(params, Mapping):
+            c.params = {**c.params, **params} if isinstance(c.params, Mapping) else dict(params)
+        return None
+
+    def _result(self, plugin: str, result: Any, *, trusted: bool) -> Mapping[str, Any] | None:
+        """A handler's result as a dict (``None``: no opinion); failures per §11.3."""
+        if result is None:
+            return None
+        if isinstance(result, Mapping):
+            return result
+        error = (
+            result.error
+            if isinstance(result, _Raised)
+            else TypeError(f"returned `{type(result).__name__}`; expected a dict or None")
+        )
+        kind = "trusted tool policy" if trusted else "before_tool_call handler"
+        log.warning("[hooks] %s from %s failed: %s", kind, plugin, error)
+        if trusted or self.fail_closed:
+            raise _HookFailure(f"{kind} from {plugin} failed: {error}")
+        return None
+
+    def _hook_args(self, c: _Call) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The hook event and context (spec §11.1); each handler gets its own copy."""
+        event: dict[str, Any] = {
+            "toolName": c.tool,
+            "params": dict(c.params) if isinstance(c.params, Mapping) else {},
+        }
+        ctx: dict[str, Any] = {"toolName": c.tool, "agentId": self.agent}
+        for key, value in (
+            ("sessionKey", c.session),
+            ("sessionId", c.session_id),
+            ("runId", c.run),
+            ("toolCallId", c.call_id),
+        ):
+            if value is not None:
+                ctx[key] = value
+                if key in ("runId", "toolCallId"):
+                    event[key] = value
+        return event, ctx
+
+    @staticmethod
+    def _drive(plan: _Plan) -> Outcome | None:
+        """Run a hook plan with plain calls (an awaitable result is a handler error)."""
+        try:
+            step = next(plan)
+            while True:
+                handler, args = step
+                try:
+                    result = handler(*args)
+                    if inspect.isawaitable(result):
+                        if inspect.iscoroutine(result):
+                            result.close()
+                        result = _Raised(TypeError("async handlers need abefore_tool_call"))
+                except Exception as err:
+                    result = _Raised(err)
+                step = plan.send(result)
+        except StopIteration as stop:
+            return stop.value
+
+    @staticmethod
+    async def _adrive(plan: _Plan) -> Outcome | None:
+        """Run a hook plan, awaiting handlers that return awaitables."""
+        try:
+            step = next(plan)
+            while True:
+                handler, args = step
+                try:
+                    result = handler(*args)
+                    if inspect.isawaitable(result):
+                        result = await result
+                except Exception as err:
+                    result = _Raised(err)
+                step = plan.send(result)
+        except StopIteration as stop:
+            return stop.value
+
+    # -- approvals -----------------------------------------------------------------------------
+
+    def _requests(self, c: _Call) -> tuple[list[ApprovalRequest], frozenset[str]]:
+        """The approvals the call needs (policy, trusted policies, hooks), with the params
+        the call would run with, and the session's remembered ``allow-always`` keys."""
+        asks = [c.policy_ask, *c.asks] if c.policy_ask is not None else c.asks
+        requests = [replace(r, params=c.params) for r in asks]
+        if not requests or c.session is None:
+            return requests, frozenset()
+        return requests, frozenset(self.session_store.load(c.session).approvals)
+
+    def _pending_approvals(self, c: _Call) -> Outcome:
+        """``allow``, or ``ask`` with the approvals not remembered with ``allow-always``."""
+        requests, remembered = self._requests(c)
+        pending = []
+        for request in requests:
+            if request.key in remembered:
+                c.approvals_log.append(_approval_entry(request, "remembered"))
+            else:
+                c.approvals_log.append(_approval_entry(request, "pending"))
+                pending.append(request)
+        if not pending:
+            return self._allow(c)
+        first = pending[0]
+        return Outcome(
+            "ask",
+            c.tool,
+            c.params,
+            first.description or first.title,
+            None,
+            c.policies,
+            c.errors,
+            first,
+            tuple(pending),
+            warnings=tuple(c.warnings),
+        )
+
+    async def _run_approvals(self, c: _Call) -> Outcome:
+        """Ask the approver for each approval not remembered, in order; the first failure
+        blocks (``plugin-approval``)."""
+        requests, remembered = self._requests(c)
+        c.approving = True
+        for request in requests:
+            if request.key in remembered:
+                c.approvals_log.append(_approval_entry(request, "remembered"))
+                continue
+            answer = await request_approval(request, self.approver)
+            c.waited += answer.waited
+            c.approvals_log.append(_approval_entry(request, answer.resolution, answer.waited))
+            if answer.resolution == "allow-always" and c.session is not None:
+                self.session_store.update(c.session, partial(_remember, request.key))
+            if not answer.proceed:
+                return self._block(c, "plugin-approval", answer.reason or "", failure=True)
+        return self._allow(c)
+
+    # -- outcomes ------------------------------------------------------------------------------
+
+    def _allow(self, c: _Call) -> Outcome:
+        return Outcome(
+            "allow", c.tool, c.params, None, None, c.policies, c.errors, warnings=tuple(c.warnings)
+        )
+
+    def _block(self, c: _Call, denied: str, reason: str, *, failure: bool = False) -> Outcome:
+        return Outcome(
+            "block",
+            c.tool,
+            c.params,
+            reason,
+            denied,
+            c.policies,
+            c.errors,
+            failure=failure,
+            warnings=tuple(c.warnings),
+        )
+
+    def _failed(self, c: _Call, err: BaseException) -> Outcome:
+        """Any exception of the guard or a fail-closed hook: a failure (spec §11.1.5)."""
+        cause = str(err) or type(err).__name__
+        c.error = (
+            cause
+            if isinstance(err, _HookFailure | GuardError)
+            else f"{type(err).__name__}: {cause}"
+        )
+        where = f" toolCallId={c.call_id}" if c.call_id else ""
+        log.error("before_tool_call hook failed: tool=%s%s error=%s", c.tool, where, c.error)
+        return self._block(c, "plugin-before-tool-call", HOOK_FAILED, failure=True)
+
+    def _finish(self, c: _Call, outcome: Outcome) -> Outcome:
+        """Log the decision (an allow that cannot be logged is blocked) and emit its event."""
+        try:
+            if self._log is not None:
+                self._write(c, outcome)
+        except Exception as err:
+            if outcome.action != "block":
+                outcome = self._failed(c, err)
+            else:
+                log.error("decision log write failed: tool=%s error=%s", c.tool, err)
+        if self.on_event is not None:
+            if outcome.action == "block":
+                event = self._event(c, "tool.execution.blocked")
+                event["deniedReason"] = outcome.denied_reason
+                event["reason"] = outcome.reason
+                self._emit(event)
+            elif outcome.action == "allow":
+                if c.call_id is not None:
+                    with self._started_lock:
+                        self._started[(c.session, c.call_id)] = time.perf_counter()
+                        if len(self._started) > _STARTED_CAP:
+                            self._started.popitem(last=False)
+                self._emit(self._event(c, "tool.execution.started"))
+        return outcome
+
+    def _write(self, c: _Call, outcome: Outcome) -> None:
+        assert self._log is not None
+        try:
+            params_json, redacted = c.log_params or redacted_json(c.original, "/params")
+        except Exception as err:  # params that cannot even be read: say so, keep the line
+            params_json, redacted = _json.encode(f"<unreadable: {type(err).__name__}>")[0], []
+        elapsed = time.perf_counter_ns() - c.started - int(c.waited * 1e9)
+        info = c.info
+        self._log.append(
+            log_line(
+                ts=time.time(),
+                session=c.session,
+                run=c.run,
+                call_id=c.call_id,
+                agent=self.agent,
+                tool=c.tool,
+                plugin=info.plugin_id if info is not None else None,
+                params_json=params_json,
+                redacted=[*redacted, *self._context_redacted],
+                context_json=self._context_json,
+                decision=outcome.action,
+                denied_reason=outcome.denied_reason if outcome.action == "block" else None,
+                reason=outcome.reason,
+                policies=outcome.policies,
+                errors=[(e.policy_id, e.message) for e in outcome.errors],
+                params_rewritten=c.rewritten and outcome.action != "block",
+                latency_us=max(0, elapsed // 1000),
+                policy_hash=self.policy_hash,
+                approvals=c.approvals_log,
+                error=c.error,
+            )
+        )
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _event(self, c: _Call, kind: str) -> dict[str, Any]:
+        event: dict[str, Any] = {"type": kind, "sessionKey": c.session}
+        if c.session_id is not None:
+            event["sessionId"] = c.session_id
+        event.update(runId=c.run, toolCallId=c.call_id, toolName=c.tool)
+        return event
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        """Deliver an event; a failing ``on_event`` is logged, never fails the call."""
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(event)
+        except Exception as err:
+            log.warning("on_event failed for %s: %s", event.get("type"), err)
+
+
+def _remember(key: str, state: SessionState) -> tuple[SessionState, None]:
+    return state.with_approval(key), None
+
+
+def _record_outcome(
+    tool: str,
+    args: str,
+    call_id: str | None,
+    outcome: str,
+    settings: loops.LoopSettings,
+    now: float,
+    state: SessionState,
+) -> tuple[SessionState, None]:
+    updated = loops.record_outcome(state.loop, tool, args, call_id, outcome, settings, now)
+    return state._replace(loop=updated), None
+
+
+def _approval_entry(
+    request: ApprovalRequest, resolution: str, waited: float = 0.0
+) -> dict[str, Any]:
+    """One element of the log's ``approvals``."""
+    return {
+        "plugin": request.plugin_id,
+        "policies": list(request.policies),
+        "severity": request.severity,
+        "resolution": resolution,
+        "waited_ms": round(waited * 1000, 3),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Policy, str | None]]:
+    """The active policies of ``rules`` (a PolicySet, Cedar text, a path or a list of paths),
+    each with the source it came from, validated against the catalog when ``validate``."""
+    if rules is None:
+        return []
+    if isinstance(rules, PolicySet | str):
+        ps = policy.load_rules(rules, validate=validate)
+        return [(p, ps.source) for p in ps.active]
+    if isinstance(rules, os.PathLike):
+        rules = [rules]
+    if isinstance(rules, bytes) or not isinstance(rules, Iterable):
+        raise GuardError(
+            f"rules must be a PolicySet, Cedar text or a list of .cedar paths, not "
+            f"`{type(rules).__name__}`"
+        )
+    out: list[tuple[Policy, str | None]] = []
+    for path in rules:
+        if not isinstance(path, str | os.PathLike):
+            raise GuardError(f"a rules path must be a string, not `{type(path).__name__}`")
+        ps = policy.load_rules([path], validate=validate)
+        out += [(p, os.fspath(path)) for p in ps.active]
+    # Policies of several files are numbered as one file would be (ids stay unique).
+    return [(replace(p, id=f"policy{i}"), src) for i, (p, src) in enumerate(out)]
+
+
+def _config_value(config: Any) -> Any:
+    if isinstance(config, str | bytes):
+        return load_json(config, "config", GuardError)
+    return {} if config is None else config
+
+
+def _tools_value(tools: list[Mapping[str, Any]] | ToolCatalog) -> Any:
+    if isinstance(tools, ToolCatalog):
+        return [dict(t.raw) if t.raw else {"name": t.name} for t in tools]
+    return tools
