@@ -166,13 +166,13 @@ class Validator:
         """Validate every policy, template and template link of ``policies``."""
         errors: list[ValidationIssue] = []
         warnings: list[ValidationIssue] = []
-        text = policies.text
         for policy in policies:
+            source, text = policies.origin(policy.id)  # a set may come from several files
             found, notes = self.check(policy)
             if found and text is not None and any(f.span is None for f in found):
                 found, notes = self.check(policies.spanned(policy.id))  # re-parsed with spans
-            errors += _issues(policy.id, found, "error", text, policies.source)
-            warnings += _issues(policy.id, notes, "warning", text, policies.source)
+            errors += _issues(policy.id, found, "error", text, source)
+            warnings += _issues(policy.id, notes, "warning", text, source)
         return ValidationResult(tuple(errors), tuple(warnings))
 
     def check(self, policy: Policy) -> tuple[list[Finding], list[Finding]]:
