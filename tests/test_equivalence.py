@@ -8,6 +8,7 @@ how many requests each needed.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -129,9 +130,7 @@ def test_counterexample_is_minimal_and_readable() -> None:
     a, b = PLANTED[">= 18 vs > 18"]
     ce = find_difference(a, b)
     assert ce is not None
-    assert ce.entities == [
-        {"uid": ce.request["principal"], "attrs": {"age": 18}, "parents": []}
-    ]
+    assert ce.entities == [{"uid": ce.request["principal"], "attrs": {"age": 18}, "parents": []}]
     assert ce.request["context"] == {}
     text = ce.render(("old", "new"))
     assert '{"age": 18}' in text
@@ -228,13 +227,11 @@ def test_compiled_openclaw_config_vs_the_shipped_policies() -> None:
 
 def test_inexact_searches_say_how_much_they_checked() -> None:
     a = P(
-        PERMIT_ALL
-        + 'forbid (principal, action, resource) when { resource.path like "*.pem" || '
+        PERMIT_ALL + 'forbid (principal, action, resource) when { resource.path like "*.pem" || '
         'resource.path like "*.key" };'
     )
     b = P(
-        PERMIT_ALL
-        + 'forbid (principal, action, resource) when { resource.path like "*.pem" };\n'
+        PERMIT_ALL + 'forbid (principal, action, resource) when { resource.path like "*.pem" };\n'
         'forbid (principal, action, resource) when { resource.path like "*.key" };'
     )
     result = check_equivalence(a, b, max_examples=200)
@@ -261,3 +258,97 @@ def test_testing_without_hypothesis_says_how_to_install_it() -> None:
     assert proc.returncode == 1
     assert "cedarlite.testing needs Hypothesis" in proc.stderr
     assert "pip install 'cedarlite[test]'" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Soundness of "exhaustive": an independent random search never contradicts it
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from cedarlite import testing  # noqa: E402
+
+_ATOMS = (
+    "context.n {op} {k}",
+    "principal.age {op} {k}",
+    "context.flag",
+    "principal has age",
+    'principal in Group::"g{k}"',
+    "resource is Doc",
+    'context.tags.contains("t{k}")',
+    'context.tags.containsAny(["t{k}", "t2"])',
+    'resource.label == "l{k}"',
+    'action in [Action::"read", Action::"a{k}"]',
+)
+_OPS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+@st.composite
+def _conditions(draw: st.DrawFn, depth: int = 2) -> str:
+    if depth == 0 or draw(st.booleans()):
+        atom = draw(st.sampled_from(_ATOMS))
+        return atom.format(op=draw(st.sampled_from(_OPS)), k=draw(st.integers(0, 3)))
+    left, right = draw(_conditions(depth - 1)), draw(_conditions(depth - 1))
+    return draw(st.sampled_from((f"({left} && {right})", f"({left} || {right})", f"!({left})")))
+
+
+@st.composite
+def _simple_sets(draw: st.DrawFn) -> str:
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        effect = draw(st.sampled_from(("permit", "permit", "forbid")))
+        scope = draw(
+            st.sampled_from(("principal", 'principal in Group::"g1"', "principal is User"))
+        )
+        kind = draw(st.sampled_from(("when", "unless")))
+        out.append(f"{effect} ({scope}, action, resource) {kind} {{ {draw(_conditions())} }};")
+    return "\n".join(out)
+
+
+@st.composite
+def _variants(draw: st.DrawFn) -> tuple[str, str]:
+    """A policy set and a variant: reordered, with a policy repeated, or a digit changed (the
+    last is a difference more often than not)."""
+    a = draw(_simple_sets())
+    lines = a.split("\n")
+    how = draw(st.sampled_from(("reorder", "repeat", "digit", "digit")))
+    if how == "reorder":
+        b = "\n".join(draw(st.permutations(lines)))
+    elif how == "repeat":
+        b = a + "\n" + draw(st.sampled_from(lines))
+    else:
+        digits = [i for i, ch in enumerate(a) if ch in "0123"]
+        if not digits:
+            return a, a
+        i = draw(st.sampled_from(digits))
+        b = a[:i] + draw(st.sampled_from("0123")) + a[i + 1 :]
+    return a, b
+
+
+EXHAUSTIVE_CHECKS: list[bool] = []
+SOUNDNESS_EXAMPLES = 400 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 50
+
+
+@settings(max_examples=SOUNDNESS_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_variants(), st.data())
+def test_exhaustive_equivalence_is_never_contradicted(
+    pair: tuple[str, str], data: st.DataObject
+) -> None:
+    a, b = P(pair[0]), P(pair[1])
+    result = check_equivalence(a, b, exhaustive_limit=2_000, max_examples=20)
+    if result.counterexample is not None or not result.exhaustive:
+        return
+    EXHAUSTIVE_CHECKS.append(True)
+    universe = testing.universe_for(a, b)
+    store = cedarlite.Entities.from_json(data.draw(testing.entities(universe)))
+    for _ in range(20):
+        request = data.draw(testing.requests(universe))
+        ra = cedarlite.is_authorized(request, a, store)
+        rb = cedarlite.is_authorized(request, b, store)
+        assert ra.decision is rb.decision, (pair, request, store.to_json())
+
+
+def test_the_soundness_check_ran() -> None:
+    if not EXHAUSTIVE_CHECKS:
+        pytest.skip("run with test_exhaustive_equivalence_is_never_contradicted")
+    assert len(EXHAUSTIVE_CHECKS) >= 5

@@ -808,6 +808,22 @@ class _Case:
     principal: _Rep
     resource: _Rep
     dims: tuple[_Dim, ...]
+    # Where each record's paths are among the dims: head -> dim indices, shortest path first.
+    layout: Mapping[tuple[str, ...], tuple[int, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, action: _Rep, principal: _Rep, resource: _Rep, dims: tuple[_Dim, ...]) -> _Case:
+        heads: dict[tuple[str, ...], list[int]] = {}
+        for i, d in enumerate(dims):
+            heads.setdefault(d.input[:-1], []).append(i)
+        layout = {
+            h: tuple(sorted(ix, key=lambda i: len(dims[i].input[-1]))) for h, ix in heads.items()
+        }
+        return cls(action, principal, resource, dims, layout)
+
+    def entity_key(self, choice: Sequence[int]) -> tuple[int, ...]:
+        """The part of a choice that decides the entities (everything but the context)."""
+        return tuple(c for c, d in zip(choice, self.dims, strict=True) if d.input[0] != "ctx")
 
 
 class _Space:
@@ -832,6 +848,7 @@ class _Space:
         self.invalid: list[str] = []  # generated inputs the engine refused (a bug of ours)
         self._fresh: dict[tuple[str, bool], EntityUID] = {}
         self._options: dict[Any, tuple[Any, ...]] = {}
+        self._last_store: tuple[Any, Any, Any] = (None, None, None)
         self.known = self._known_uids()
         self.cases = self._cases()
 
@@ -975,7 +992,7 @@ class _Space:
                 for group in resources:
                     resource = self._apart(principal, group)
                     dims = self.dims(action[0], principal[0], resource[0])
-                    cases.append(_Case(action, principal, resource, dims))
+                    cases.append(_Case.of(action, principal, resource, dims))
         if not cases:
             self._inexact("the schema allows no request")
         return cases
@@ -1074,12 +1091,18 @@ class _Space:
         kind: str,
         used: set[tuple[str, ...]],
     ) -> None:
-        from ..schema.types import RecordType
+        from ..schema.types import EntityType, RecordType
 
         for name, attr in rtype.attributes.items():
             path = (*prefix, name)
             read = any(u[: len(path)] == path for u in used)
             key = (kind, "*", path) if kind != "ctx" else (kind, path)
+            if (
+                read
+                and isinstance(attr.type, EntityType)
+                and any(len(u) > len(path) and u[: len(path)] == path for u in used)
+            ):
+                self._inexact(f"`{_path_text(key)}` is an entity whose attributes are read")
             if read:
                 opts = self.options(key, attr.type, required=attr.required)
             else:
@@ -1099,6 +1122,9 @@ class _Space:
         hints = self.an.hints.get(key) or _Hints()
         if not hints.complete:
             self._inexact_quiet()
+        if hints.record and "entity" in hints.kinds:
+            # `context.who.name` may read an entity's attribute: tied to other inputs.
+            self._inexact(f"`{_path_text(key)}` may be an entity whose attributes are read")
         reps: list[Any] = [] if required else [MISSING]
         if ty is None:
             reps += self._untyped(hints)
@@ -1217,56 +1243,48 @@ class _Space:
             total += n
         return total
 
-    def build(
-        self, case: _Case, choice: Sequence[int]
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The request dict and entity JSON of one point of the space."""
-        values = {d.input: d.options[i] for d, i in zip(case.dims, choice, strict=True)}
-        action, principal, resource = case.action, case.principal, case.resource
-        context = _assemble(values, ("ctx",))
-        request = {
-            "principal": principal[0].to_json(),
-            "action": action[0].to_json(),
-            "resource": resource[0].to_json(),
-            "context": context,
+    def request(self, case: _Case, choice: Sequence[int]) -> dict[str, Any]:
+        """The request dict of one point of the space."""
+        return {
+            "principal": case.principal[0].to_json(),
+            "action": case.action[0].to_json(),
+            "resource": case.resource[0].to_json(),
+            "context": _assemble(case, choice, ("ctx",)),
         }
-        if self.store is not None:
-            return request, []
+
+    def entities(self, case: _Case, choice: Sequence[int]) -> list[dict[str, Any]]:
+        """The entity JSON of one point of the space (generated store)."""
         ents: list[dict[str, Any]] = []
-        for var, (uid, anc) in (("principal", principal), ("resource", resource)):
-            if var == "resource" and uid == principal[0]:
+        for var, (uid, anc) in (("principal", case.principal), ("resource", case.resource)):
+            if var == "resource" and uid == case.principal[0]:
                 continue
-            attrs = _assemble(values, ("attr", var))
-            tags = _assemble(values, ("tag", var))
+            attrs = _assemble(case, choice, ("attr", var))
+            tags = _assemble(case, choice, ("tag", var))
             if self.schema is None and not attrs and not tags and not anc:
                 continue  # the same as not being in the store
-            ent: dict[str, Any] = {
-                "uid": uid.to_json(),
-                "attrs": attrs,
-                "parents": [p.to_json() for p in sorted(anc or ())],
-            }
+            parents = [p.to_json() for p in sorted(anc or ())]
+            ent: dict[str, Any] = {"uid": uid.to_json(), "attrs": attrs, "parents": parents}
             if tags:
                 ent["tags"] = tags
             ents.append(ent)
-        act_uid, act_anc = action
+        act_uid, act_anc = case.action
         if self.schema is None and act_anc:
-            ents.append(
-                {
-                    "uid": act_uid.to_json(),
-                    "attrs": {},
-                    "parents": [p.to_json() for p in sorted(act_anc)],
-                }
-            )
-        return request, ents
+            parents = [p.to_json() for p in sorted(act_anc)]
+            ents.append({"uid": act_uid.to_json(), "attrs": {}, "parents": parents})
+        return ents
 
     def decide(self, case: _Case, choice: Sequence[int]) -> Counterexample | None:
-        request, ents = self.build(case, choice)
+        """Both sets' answers at one point; a counterexample if they differ."""
+        request = self.request(case, choice)
         try:
-            store = (
-                self.store
-                if self.store is not None
-                else Entities.from_json(ents, schema=self.schema)
-            )
+            if self.store is not None:
+                store, ents = self.store, []
+            else:
+                key = (id(case), case.entity_key(choice))
+                if self._last_store[0] != key:  # the context varies fastest: reuse the store
+                    ents = self.entities(case, choice)
+                    self._last_store = (key, Entities.from_json(ents, schema=self.schema), ents)
+                store, ents = self._last_store[1], self._last_store[2]
             first = is_authorized(request, self.a, store, schema=self.schema)
             second = is_authorized(request, self.b, store, schema=self.schema)
         except CedarliteError as err:  # an input we built is not well-typed: never hide it
@@ -1413,16 +1431,17 @@ def _json(value: Any) -> Any:
     return to_json_value(value)
 
 
-def _assemble(values: Mapping[Input, Any], head: tuple[str, ...]) -> dict[str, Any]:
+def _assemble(case: _Case, choice: Sequence[int], head: tuple[str, ...]) -> dict[str, Any]:
     """The JSON record of the paths under ``head``: a path is placed only if each of its
     prefixes was chosen to be a record (prefixes come first: they are shorter)."""
     out: dict[str, Any] = {}
-    n = len(head)
-    for inp in sorted((i for i in values if i[:n] == head), key=lambda i: len(i[n])):
-        path, rep = inp[n], values[inp]
+    chosen: dict[tuple[str, ...], Any] = {}
+    for i in case.layout.get(head, ()):
+        path, rep = case.dims[i].input[-1], case.dims[i].options[choice[i]]
+        chosen[path] = rep
         cursor: Any = out
         for k in range(1, len(path)):
-            if values.get((*head, path[:k])) is not RECORD:
+            if chosen.get(path[:k]) is not RECORD:
                 cursor = None
                 break
             cursor = cursor.get(path[k - 1])
@@ -1557,6 +1576,11 @@ def _uids_in(value: Any) -> Iterator[EntityUID]:
             stack.extend(v)
         elif v.__class__ is Record:
             stack.extend(v.values())
+
+
+def _path_text(key: Input) -> str:
+    root = {"ctx": "context", "attr": "<entity>", "tag": "<tag>"}[key[0]]
+    return ".".join((root, *key[-1]))
 
 
 def _cedar_json(obj: Any) -> str:
