@@ -164,21 +164,22 @@ class PolicySet:
         strict: bool = False,
         id_annotations: bool = False,
     ) -> PolicySet:
-        """Parse several ``.cedar`` files into one set, in the order given.
+        """Parse several ``.cedar`` files, or directories of them, into one set, in order.
 
-        Each file's positional ids are qualified with the path as given:
-        ``policies/a.cedar:policy0`` (see the class docs). Errors name the file, line and
-        column they are in. Equivalent to merging :meth:`from_file` of each path.
+        Positional ids are qualified with the file: its path as given, or for a file found in
+        a directory, its path relative to that directory (``exec/commands.cedar:policy0``; see
+        the class docs). Errors name the file, line and column they are in. Merging
+        :meth:`from_file` of each file gives the same set.
         """
-        names = [os.fspath(p) for p in paths]
-        if not names:
+        parts: list[tuple[str, PolicySet]] = []
+        for path in (os.fspath(p) for p in paths):
+            files = policy_files(path) if os.path.isdir(path) else [(path, path)]
+            for label, name in files:
+                ps = cls.from_file(name, strict=strict, id_annotations=id_annotations)
+                parts.append((label, ps))
+        if not parts:
             raise PolicySetError("no policy files given")
-        return _combine(
-            [
-                (name, cls.from_file(name, strict=strict, id_annotations=id_annotations))
-                for name in names
-            ]
-        )
+        return _combine(parts)
 
     @classmethod
     def from_dir(
@@ -196,13 +197,9 @@ class PolicySet:
         error (an empty set would deny everything without saying why).
         """
         root = os.fspath(directory)
-        files = policy_files(root)
-        return _combine(
-            [
-                (rel, cls.from_file(path, strict=strict, id_annotations=id_annotations))
-                for rel, path in files
-            ]
-        )
+        if not os.path.isdir(root):
+            raise PolicySetError(f"`{root}` is not a directory", source=root)
+        return cls.from_files([root], strict=strict, id_annotations=id_annotations)
 
     @classmethod
     def from_json(cls, data: Any, source: str | None = None, *, strict: bool = False) -> PolicySet:

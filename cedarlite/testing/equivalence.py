@@ -1017,9 +1017,20 @@ class _Space:
             for var, uid in (("principal", principal), ("resource", resource)):
                 if var == "resource" and resource == principal:
                     continue
-                out += self.entity_dims(var, uid)
-        out += self.record_dims(("ctx",), self.context_type(action))
+                # One entity for both: it carries what either variable reads.
+                both = ("principal", "resource") if resource == principal else (var,)
+                out += self.entity_dims(var, uid, both)
+        out += self.record_dims(("ctx",), self.context_type(action), self._reads("ctx", ()))
         return tuple(out)
+
+    def _reads(self, kind: str, variables: Sequence[str]) -> set[tuple[str, ...]]:
+        """The paths of one kind the conditions read (on any of ``variables``)."""
+        return {
+            inp[-1]
+            for at in self.an.atoms
+            for inp in at.inputs
+            if inp[0] == kind and (kind == "ctx" or inp[1] in variables)
+        }
 
     def context_type(self, action: EntityUID) -> CedarType | None:
         if self.schema is None:
@@ -1028,28 +1039,29 @@ class _Space:
         applies = definition.applies_to if definition else None
         return applies.context if applies else None
 
-    def entity_dims(self, var: str, uid: EntityUID) -> list[_Dim]:
+    def entity_dims(self, var: str, uid: EntityUID, readers: Sequence[str]) -> list[_Dim]:
         shape = tags = None
         if self.schema is not None:
             definition = self.schema.entity_types.get(uid.type)
             if definition is None:  # an action, or an entity type the schema does not declare
                 return []
             shape, tags = definition.shape, definition.tags
-        dims = self.record_dims(("attr", var), shape)
+        dims = self.record_dims(("attr", var), shape, self._reads("attr", readers))
         if self.schema is None or tags is not None:
-            dims += self.record_dims(("tag", var), None, tags)
+            dims += self.record_dims(("tag", var), None, self._reads("tag", readers), tags)
         return dims
 
     def record_dims(
-        self, head: tuple[str, ...], rtype: CedarType | None, tag_type: CedarType | None = None
+        self,
+        head: tuple[str, ...],
+        rtype: CedarType | None,
+        reads: set[tuple[str, ...]],
+        tag_type: CedarType | None = None,
     ) -> list[_Dim]:
-        """The dims of every path under ``head`` the policies read (and, with a schema, the
+        """The dims of every path under ``head`` in ``reads`` (and, with a schema, the
         required attributes, fixed to one well-typed value)."""
         kind = head[0]
-        used = sorted(
-            (key[-1] for key in self.an.hints if key[0] == kind),
-            key=lambda path: (len(path), path),
-        )
+        used = sorted(reads, key=lambda path: (len(path), path))
         dims: list[_Dim] = []
         if self.schema is None:
             for path in used:
