@@ -381,7 +381,6 @@ def cmd_run_tests(args: argparse.Namespace) -> int:
     for r in report.results:
         if args.verbose or not r.passed:
             print(f"  test {r.name} ... {'ok' if r.passed else 'fail: ' + r.failure}")
-    print(f"results: {report.passed} passed, {report.failed} failed")
     status = EXIT_OK if report.failed == 0 else EXIT_FAILURE
     if args.coverage or args.threshold is not None:
         cov = report.coverage()
@@ -395,6 +394,7 @@ def cmd_run_tests(args: argparse.Namespace) -> int:
         if args.threshold is not None and not cov.meets(args.threshold):
             print(f"coverage is under the threshold of {args.threshold:g}%")
             status = EXIT_FAILURE
+    print(f"results: {report.passed} passed, {report.failed} failed")
     return status
 
 
