@@ -388,9 +388,10 @@ def cmd_run_tests(args: argparse.Namespace) -> int:
             f"coverage: {cov.covered}/{cov.total} policies determining in some test "
             f"({cov.percent:.1f}%)"
         )
-        for source, policy_id, line in cov.uncovered:
-            where = f"{source or '<input>'}" + (f":{line}" if line is not None else "")
-            print(f"  not covered: {policy_id}  ({where})")
+        for u in cov.uncovered:
+            where = f"{u.source or '<input>'}" + (f":{u.line}" if u.line is not None else "")
+            named = f" @id({json.dumps(u.name)})" if u.name else ""
+            print(f"  not covered: {u.policy_id}{named}  ({where})")
         if args.threshold is not None and not cov.meets(args.threshold):
             print(f"coverage is under the threshold of {args.threshold:g}%")
             status = EXIT_FAILURE

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .authorizer import Decision, Response, is_authorized
 from .entities import Entities, load_json
@@ -51,6 +51,7 @@ __all__ = [
     "TestReport",
     "TestResult",
     "TestSuite",
+    "Uncovered",
     "load_tests",
     "run_tests",
 ]
@@ -120,16 +121,25 @@ class TestResult:
         return not self.failure
 
 
+class Uncovered(NamedTuple):
+    """A policy no case made determining: where it is, its id and its ``@id`` (if any)."""
+
+    source: str | None
+    policy_id: str
+    line: int | None
+    name: str | None
+
+
 @dataclass(frozen=True)
 class Coverage:
     """Policies made determining by some case, out of the policies that take part in decisions.
 
-    ``uncovered`` lists ``(source, policy id, line)`` of the others (line ``None`` if unknown).
+    ``uncovered`` lists the others.
     """
 
     covered: int
     total: int
-    uncovered: tuple[tuple[str | None, str, int | None], ...] = ()
+    uncovered: tuple[Uncovered, ...] = ()
 
     @property
     def percent(self) -> float:
@@ -169,7 +179,7 @@ class TestReport:
             if r.response is not None:
                 determining.update((id(r.suite.policies), pid) for pid in r.response.reasons)
         total = covered = 0
-        uncovered: list[tuple[str | None, str, int | None]] = []
+        uncovered: list[Uncovered] = []
         seen: set[int] = set()
         for suite in self.suites:
             ps = suite.policies
@@ -183,7 +193,7 @@ class TestReport:
                 else:
                     origin = ps.origin(p.id if p.template_id is None else p.template_id)
                     line = p.span.line if p.span is not None else None
-                    uncovered.append((origin.source, p.id, line))
+                    uncovered.append(Uncovered(origin.source, p.id, line, p.annotations.get("id")))
         return Coverage(covered, total, tuple(uncovered))
 
 

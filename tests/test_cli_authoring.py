@@ -257,3 +257,16 @@ def test_each_command_as_a_subprocess(work: Path) -> None:
     assert proc.returncode == 0 and 'principal == User::"x"' in proc.stdout
     proc = cli("equiv", "a.cedar", "b.cedar", cwd=work)
     assert proc.returncode == 2 and "reproduce:" in proc.stdout and proc.stderr == ""
+
+
+def test_the_readme_run_tests_example_is_true() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ cedarlite run-tests --policies examples/policy-tests/photos.cedar")[1]
+    expected = block.split("```")[0].split("\n", 2)[2]  # after the command's two lines
+    proc = cli(
+        "run-tests", "--policies", "examples/policy-tests/photos.cedar",
+        "--tests", "examples/policy-tests/tests.json", "--coverage", "--threshold", "90",
+        cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stdout == expected

@@ -125,7 +125,7 @@ def test_coverage_lists_policies_no_case_made_determining(sandbox: Path) -> None
     ps = PolicySet.from_file(sandbox / "policy.cedar")
     coverage = run_tests([load_tests(sandbox / "tests.json", ps)]).coverage()
     assert (coverage.covered, coverage.total, coverage.percent) == (1, 2, 50.0)
-    assert coverage.uncovered == ((str(sandbox / "policy.cedar"), "policy1", 6),)
+    assert coverage.uncovered == ((str(sandbox / "policy.cedar"), "policy1", 6, "no-bob"),)
     assert coverage.meets(50) and not coverage.meets(50.1)
 
 

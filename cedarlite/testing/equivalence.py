@@ -1403,14 +1403,15 @@ class _Found(Exception):
 # Helpers
 
 
-def _outcome(atom: _Atom, ev: Evaluator) -> Any:
+def _outcome(atom: _Atom, ev: Evaluator) -> bool | None:
+    """An atom's outcome: true, false, or ``None`` for an error. Atoms stand where a Bool is
+    required (a condition, an operand of ``&&``/``||``/``!``, a branch of ``if``), so any
+    other value is an error there, as a failed evaluation is."""
     try:
         value = atom.run(ev)
-    except EvaluationError:
-        return ("error",)
-    except CedarliteError:  # pragma: no cover - defensive
-        return ("error",)
-    return ("value", _kind(value), value)
+    except CedarliteError:
+        return None
+    return value if value.__class__ is bool else None
 
 
 def _probe(key: Input, rep: Any, schema: Schema | None) -> Evaluator:
