@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -91,30 +92,40 @@ def _named(paths: Sequence[str]) -> str:
     return ", ".join(paths)
 
 
-def _policies(args: argparse.Namespace) -> PolicySet:
+def _policies(args: argparse.Namespace, *, links: bool = True) -> PolicySet:
+    """The ``--policies`` (and, with ``links``, the ``--template-linked`` links)."""
     ps = _load_policies(
         args.policies,
         strict=getattr(args, "strict", False),
         policy_format=getattr(args, "policy_format", "cedar"),
     )
-    links = getattr(args, "template_linked", None)
-    if links:
-        if getattr(args, "command", None) == "link" and not os.path.exists(links):
-            return ps  # `link` creates the file
-        items = _json_file(links, "template links")
-        for i, link in enumerate(items if isinstance(items, list) else [None]):
-            if not (
-                isinstance(link, dict)
-                and isinstance(link.get("template_id"), str)
-                and isinstance(link.get("link_id"), str)
-                and isinstance(link.get("args"), dict)
-            ):
-                raise _Failure(
-                    f"error: {links}: entry {i} must be "
-                    '{"template_id": str, "link_id": str, "args": {"?principal": ...}}'
-                )
-            ps = ps.link(link["template_id"], link["link_id"], link["args"])
+    path = getattr(args, "template_linked", None)
+    return _with_links(ps, path) if path and links else ps
+
+
+def _with_links(ps: PolicySet, path: str) -> PolicySet:
+    """``ps`` with the links of a template-links file (Cedar's format)."""
+    items = _json_file(path, "template links")
+    for i, link in enumerate(items if isinstance(items, list) else [None]):
+        if not (
+            isinstance(link, dict)
+            and isinstance(link.get("template_id"), str)
+            and isinstance(link.get("link_id"), str)
+            and isinstance(link.get("args"), dict)
+        ):
+            raise _Failure(
+                f"error: {path}: entry {i} must be "
+                '{"template_id": str, "link_id": str, "args": {"?principal": ...}}'
+            )
+        ps = ps.link(link["template_id"], link["link_id"], link["args"])
     return ps
+
+
+def _entities_arg(args: argparse.Namespace, schema: Any) -> Entities:
+    """The ``--entities`` file (read by the schema, if any), or an empty store."""
+    if not getattr(args, "entities", None):
+        return Entities.from_json([], schema=schema)
+    return Entities.from_json(_read(args.entities, "entities"), schema=schema, source=args.entities)
 
 
 def _schema(args: argparse.Namespace) -> Any:
@@ -155,11 +166,7 @@ def cmd_authorize(args: argparse.Namespace) -> int:
     """Decide one request: prints ALLOW or DENY, then errors and (verbose) reasons."""
     policies = _policies(args)
     schema = _schema(args)
-    entities = (
-        Entities.from_json(_read(args.entities, "entities"), schema=schema, source=args.entities)
-        if args.entities
-        else Entities.from_json([], schema=schema)
-    )
+    entities = _entities_arg(args, schema)
     request = _request(args)
     resp = is_authorized(
         request, policies, entities, schema=schema, validate=not args.no_request_validation
@@ -339,12 +346,6 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
 # Commands for policy authors: evaluate, run-tests, translate-policy, link, equiv
 
 
-def _entities_arg(args: argparse.Namespace, schema: Any) -> Entities:
-    if not getattr(args, "entities", None):
-        return Entities.from_json([], schema=schema)
-    return Entities.from_json(_read(args.entities, "entities"), schema=schema, source=args.entities)
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate an expression for a request; print the value in Cedar syntax (exit 1 with the
     evaluation error)."""
@@ -426,7 +427,10 @@ def cmd_link(args: argparse.Namespace) -> int:
         raise _Failure(
             'error: --arguments must be a JSON object like {"?principal": "User::\\"a\\""}'
         )
-    ps = _policies(args).link(args.template_id, args.new_id, values)
+    ps = _policies(args, links=False)
+    if args.template_linked and os.path.exists(args.template_linked):  # else `link` creates it
+        ps = _with_links(ps, args.template_linked)
+    ps = ps.link(args.template_id, args.new_id, values)
     linked = ps[args.new_id]
     from .printer import print_policy
 
@@ -473,11 +477,10 @@ def cmd_equiv(args: argparse.Namespace) -> int:
         max_examples=args.max_examples,
         exhaustive_limit=args.exhaustive_limit,
     )
+    print(result.summary())
     ce = result.counterexample
     if ce is None:
-        print(result.summary())
         return EXIT_OK
-    print(result.summary())
     print(ce.render((f"first ({args.first})", f"second ({args.second})")))
     request = {
         key: str(uid_from_json(ce.request[key], key)) for key in ("principal", "action", "resource")
@@ -487,7 +490,10 @@ def cmd_equiv(args: argparse.Namespace) -> int:
     entities_text = json.dumps(ce.entities, indent=2, ensure_ascii=False)
     entities_file = args.entities or "entities.json"
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as err:
+            raise _Failure(f"error: cannot create `{args.out}`: {err}") from None
         request_file = os.path.join(args.out, "request.json")
         _write_atomically(request_file, request_text + "\n")
         if not args.entities:
@@ -499,12 +505,13 @@ def cmd_equiv(args: argparse.Namespace) -> int:
         print(f"\nrequest.json:\n{request_text}")
         if not args.entities:
             print(f"entities.json:\n{entities_text}")
-    schema_arg = f" --schema {args.schema}" if args.schema else ""
+    q = shlex.quote
+    schema_arg = f" --schema {q(args.schema)}" if args.schema else ""
     print("\nreproduce:")
     for path in (args.first, args.second):
         print(
-            f"  cedarlite authorize --policies {path}{schema_arg} "
-            f"--request-json {request_file} --entities {entities_file} -v"
+            f"  cedarlite authorize --policies {q(path)}{schema_arg} "
+            f"--request-json {q(request_file)} --entities {q(entities_file)} -v"
         )
     return EXIT_DENY
 

@@ -83,7 +83,7 @@ from .values import I64_MAX, I64_MIN, EntityUID
 if TYPE_CHECKING:
     from .policyset import PolicySet
 
-__all__ = ["policy_from_json", "policy_set_from_json", "policy_set_to_json", "policy_to_json"]
+__all__ = ["expr_to_json", "policy_set_from_json", "policy_set_to_json", "policy_to_json"]
 
 # ---------------------------------------------------------------------------------------------
 # AST -> JSON
@@ -289,14 +289,6 @@ def policy_set_from_json(
         ) from None
 
 
-def policy_from_json(obj: Any, policy_id: str = "policy0", *, strict: bool = False) -> Policy:
-    """One policy or template from its EST object (already decoded)."""
-    try:
-        return _Reader(strict).policy(obj, policy_id, ())
-    except _Invalid as err:
-        raise _located(err, None, None) from None
-
-
 def _located(err: _Invalid, text: str | None, source: str | None) -> ParseError:
     from .schema.model import json_path_text
 
@@ -320,6 +312,12 @@ class _Reader:
             _fail((), f"expected a policy set or policy object, got {_kind(obj)}")
         if any(k in obj for k in _POLICY_KEYS) and not any(k in obj for k in _POLICY_SET_KEYS):
             return [self.policy(obj, "policy0", ())]
+        if not obj:
+            _fail(
+                (),
+                f"expected a policy set ({_names(_POLICY_SET_KEYS)}) or a policy "
+                f"({_names(_POLICY_KEYS[:4])}), got an empty object",
+            )
         _keys(obj, (), _POLICY_SET_KEYS, "policy set")
         out: list[Policy] = []
         seen: set[str] = set()

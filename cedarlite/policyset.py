@@ -173,7 +173,7 @@ class PolicySet:
         """
         parts: list[tuple[str, PolicySet]] = []
         for path in (os.fspath(p) for p in paths):
-            files = policy_files(path) if os.path.isdir(path) else [(path, path)]
+            files = _policy_files(path) if os.path.isdir(path) else [(path, path)]
             for label, name in files:
                 ps = cls.from_file(name, strict=strict, id_annotations=id_annotations)
                 parts.append((label, ps))
@@ -376,7 +376,7 @@ def _read_policy_file(name: str) -> str:
         raise PolicySetError(f"cannot read policy file: {err}", source=name) from None
 
 
-def policy_files(directory: str) -> list[tuple[str, str]]:
+def _policy_files(directory: str) -> list[tuple[str, str]]:
     """The ``*.cedar`` files under ``directory`` as ``(path relative to it with "/", path)``,
     sorted; hidden directories and symbolic links to directories are not entered."""
     if not os.path.isdir(directory):

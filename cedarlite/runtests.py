@@ -400,8 +400,8 @@ def _run_suite(suite: TestSuite) -> list[TestResult]:
             out.append(TestResult(suite, "validation", failure))
         elif not result.passed or result.warnings:
             # As Cedar: tests against a schema need policies that validate without warnings.
-            issues = (*result.errors, *result.warnings)
-            blocked = f"policy set validation failed: {issues[0].render()}"
+            first = (*result.errors, *result.warnings)[0].to_error()
+            blocked = f"policy set validation failed: {first.location()}: {first.message}"
     for case in suite.tests:
         if blocked:
             out.append(TestResult(suite, case.name, blocked))

@@ -188,7 +188,7 @@ def test_hostile_input_is_refused_cleanly() -> None:
     text = "[" * 100_000 + "]" * 100_000
     with pytest.raises(ParseError, match=r"nested too deeply|expected a policy set"):
         PolicySet.from_json(text)
-    for junk in ("", "null", "[]", '{"effect": []}', '{"staticPolicies": []}', b"\xff"):
+    for junk in ("", "null", "[]", "{}", '{"effect": []}', '{"staticPolicies": []}', b"\xff"):
         with pytest.raises(ParseError):
             PolicySet.from_json(junk)
     with pytest.raises(ParseError, match="duplicate key"):

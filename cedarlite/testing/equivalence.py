@@ -38,46 +38,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..ast import (
-    And,
-    Binary,
-    BinOp,
-    Expr,
-    GetAttr,
-    Has,
-    If,
-    Is,
-    Like,
-    Lit,
-    MethodCall,
-    Or,
-    Policy,
-    Scope,
-    ScopeOp,
-    Unary,
-    UnaryOp,
-    Var,
-    Variable,
-    children,
-    is_action_type,
-    walk,
-)
+from ..ast import Var, is_action_type
 from ..authorizer import Decision, Response, is_authorized
 from ..entities import Entities
-from ..errors import CedarliteError, EvaluationError
+from ..errors import CedarliteError
 from ..evaluator import Evaluator, Request
 from ..ext import Datetime, Decimal, Duration, IPAddr
 from ..policyset import PolicySet
-from ..values import (
-    EMPTY_RECORD,
-    I64_MAX,
-    I64_MIN,
-    CedarSet,
-    EntityUID,
-    Record,
-    to_cedar,
-    to_json_value,
-)
+from ..values import EMPTY_RECORD, CedarSet, EntityUID, Record, to_cedar, to_json_value
+from ._analysis import Analysis, Atom, Element, Hints, Input, kind_of, shared_key
 
 if TYPE_CHECKING:
     from hypothesis import settings as hsettings
@@ -204,7 +173,8 @@ def check_equivalence(
     space = _Space(_as_set(a), _as_set(b), schema, entities)
     if space.exact and space.size() <= exhaustive_limit:
         return space.enumerate()
-    why = space.why_not or f"more than {exhaustive_limit} requests"
+    why = f"more than {exhaustive_limit} requests" if space.exact else space.why_not
+    why = why or "a condition is outside the forms searched exhaustively"
     return space.sample(max_examples, settings, why)
 
 
@@ -262,14 +232,7 @@ def _as_set(ps: PolicySet | str) -> PolicySet:
 
 
 # ---------------------------------------------------------------------------------------------
-# Inputs, atoms and representatives
-
-# An input is one thing a request can vary:
-#   ("var", "principal"|"action"|"resource")       the uid (and its ancestors)
-#   ("ctx", (name, ...))                           a context attribute path
-#   ("attr", "principal"|"resource", (name, ...))  an attribute path of the entity (generated store)
-#   ("tag", "principal"|"resource", (key, ...))    a tag (then a path inside it)
-Input = tuple[Any, ...]
+# The space
 
 
 class _Marker:
@@ -284,509 +247,6 @@ class _Marker:
 
 MISSING = _Marker("<missing>")
 RECORD = _Marker("<record>")
-
-_REQUEST_VARS = (Var.PRINCIPAL, Var.ACTION, Var.RESOURCE)
-_DECIMAL_METHODS = ("lessThan", "lessThanOrEqual", "greaterThan", "greaterThanOrEqual")
-_ORDER_OPS = (BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE)
-_RECEIVER_KINDS = {
-    **dict.fromkeys(("contains", "containsAll", "containsAny", "isEmpty"), "set"),
-    **dict.fromkeys(("getTag", "hasTag"), "entity"),
-    **dict.fromkeys(_DECIMAL_METHODS, "decimal"),
-}
-
-
-@dataclass
-class _Hints:
-    """What the conditions say about one input: kinds of values and notable values."""
-
-    kinds: set[str] = field(default_factory=set)
-    values: list[Any] = field(default_factory=list)  # Cedar values, in order of discovery
-    record: bool = False  # read as a record (a `has` on it, or a path below it)
-    complete: bool = True  # every use is an atom whose representatives are complete
-
-
-@dataclass
-class _Atom:
-    """A condition's atom: a boolean-position expression that is not `&&`/`||`/`!`/`if`."""
-
-    run: Callable[[Evaluator], Any]
-    inputs: frozenset[Input]
-
-
-def _kind(value: Any) -> str:
-    cls = value.__class__
-    if cls is bool:
-        return "bool"
-    if cls is int:
-        return "long"
-    if cls is str:
-        return "string"
-    if cls is EntityUID:
-        return "entity"
-    if cls is CedarSet:
-        return "set"
-    if cls is Record:
-        return "record"
-    return str(value.cedar_type)
-
-
-def _neighbours(value: Any) -> list[Any]:
-    """``value`` and the values just below and above it (for comparisons)."""
-    cls = value.__class__
-    if cls is int:
-        return [v for v in (value, value - 1, value + 1) if I64_MIN <= v <= I64_MAX]
-    if cls in (Datetime, Duration):
-        return [
-            cls(ms) for ms in (value.ms, value.ms - 1, value.ms + 1) if I64_MIN <= ms <= I64_MAX
-        ]
-    if cls is Decimal:
-        return [
-            Decimal(v)
-            for v in (value.value, value.value - 1, value.value + 1)
-            if I64_MIN <= v <= I64_MAX
-        ]
-    return [value]
-
-
-def _like_strings(pattern: Sequence[Any]) -> list[str]:
-    """Strings that match a ``like`` pattern, and near misses: the wildcards filled with
-    nothing and with ``x`` (``"git *"``: ``"git "``, ``"git x"``), each with one of its first
-    literal characters dropped, and shortened by one and two characters (``"git"``, ``"gi"``)."""
-    out: list[str] = []
-    for fill in ("", "x"):
-        text = ""
-        literal: list[int] = []  # positions of characters that come from the pattern's text
-        for el in pattern:
-            piece = el if isinstance(el, str) else fill
-            if isinstance(el, str):
-                literal.extend(range(len(text), len(text) + len(piece)))
-            text += piece
-        out += [text, text[:-1], text[:-2]]
-        out += [text[:i] + text[i + 1 :] for i in literal[:12]]
-    return list(dict.fromkeys(out))
-
-
-class _Analysis:
-    """Splits the policies into atoms, finds each atom's inputs and collects hints."""
-
-    def __init__(self, policies: Iterable[Policy], given_store: bool) -> None:
-        self.generated = not given_store
-        self.atoms: list[_Atom] = []
-        self.hints: dict[Input, _Hints] = {}
-        self.uids: dict[EntityUID, None] = {}
-        self.types: dict[str, None] = {}
-        self.targets: dict[EntityUID, None] = {}  # entities some `in` tests membership of
-        self.constants: list[Any] = []
-        self.why_not: list[str] = []
-        for p in policies:
-            self.policy(p)
-
-    def policy(self, p: Policy) -> None:
-        for scope in (p.principal, p.action, p.resource):
-            self.scope(scope)
-        for cond in p.conditions:
-            for node in walk(cond.body):
-                if isinstance(node, Lit) and isinstance(node.value, EntityUID):
-                    self.uids[node.value] = None
-                elif isinstance(node, Is):
-                    self.types[node.entity_type] = None
-            try:
-                for atom in _atoms(cond.body):
-                    self.atom(atom)
-            except RecursionError:  # only hand-built trees get this deep (the parser stops at 200)
-                self.why_not.append("a condition is nested too deeply to analyse")
-
-    def scope(self, scope: Scope) -> None:
-        targets = [scope.entity] if isinstance(scope.entity, EntityUID) else []
-        targets += scope.entities
-        for uid in targets:
-            self.uids[uid] = None
-        if scope.op in (ScopeOp.IN, ScopeOp.IS_IN, ScopeOp.IN_SET):
-            self.targets.update(dict.fromkeys(targets))
-        if scope.entity_type:
-            self.types[scope.entity_type] = None
-        if scope.op is not ScopeOp.ANY:
-            self.atoms.append(_Atom(_scope_runner(scope), frozenset({("var", scope.var.value)})))
-
-    # -- terms ------------------------------------------------------------------------------
-
-    def term(self, e: Expr) -> tuple[Input, ...] | None:
-        """The inputs of a path term (``context.a.b``, ``principal.a`` in a generated store,
-        ``principal.getTag("k")``), outermost last; ``None`` if ``e`` is not one."""
-        names: list[str] = []
-        while isinstance(e, GetAttr):
-            names.append(e.attr)
-            e = e.expr
-        names.reverse()
-        if isinstance(e, Variable) and e.var is Var.CONTEXT and names:
-            return tuple(("ctx", tuple(names[: i + 1])) for i in range(len(names)))
-        if not self.generated:
-            return None
-        if isinstance(e, Variable) and e.var in (Var.PRINCIPAL, Var.RESOURCE) and names:
-            v = e.var.value
-            return tuple(("attr", v, tuple(names[: i + 1])) for i in range(len(names)))
-        if (
-            isinstance(e, MethodCall)
-            and e.name == "getTag"
-            and isinstance(e.receiver, Variable)
-            and e.receiver.var in (Var.PRINCIPAL, Var.RESOURCE)
-            and isinstance(e.args[0], Lit)
-            and isinstance(e.args[0].value, str)
-        ):
-            path = (e.args[0].value, *names)
-            v = e.receiver.var.value
-            return tuple(("tag", v, path[: i + 1]) for i in range(len(path)))
-        return None
-
-    def inputs(self, e: Expr) -> tuple[frozenset[Input], bool]:
-        """Everything ``e`` reads, and whether it reads only inputs (never the whole context or,
-        in a generated store, entities other than the request's)."""
-        found: set[Input] = set()
-        ok = True
-        stack = [e]
-        while stack:
-            node = stack.pop()
-            term = self.term(node)
-            if term is not None:
-                found.update(term)
-                continue
-            if isinstance(node, Has):
-                keys = self.has_inputs(node)
-                if keys is not None:
-                    found.update(keys)
-                    continue
-            if isinstance(node, MethodCall) and node.name == "hasTag" and self.generated:
-                recv, arg = node.receiver, node.args[0]
-                if (
-                    isinstance(recv, Variable)
-                    and recv.var in (Var.PRINCIPAL, Var.RESOURCE)
-                    and isinstance(arg, Lit)
-                    and isinstance(arg.value, str)
-                ):
-                    found.add(("tag", recv.var.value, (arg.value,)))
-                    self.hint(("tag", recv.var.value, (arg.value,)))
-                    continue
-            if isinstance(node, Variable):
-                if node.var is Var.CONTEXT:
-                    ok = False  # the whole context record
-                else:
-                    found.add(("var", node.var.value))
-                continue
-            if self.generated and _reads_store(node):
-                ok = False  # attributes, tags or ancestors of an entity we do not model
-            stack.extend(children(node))
-        return frozenset(found), ok
-
-    def bare(self, e: Expr) -> tuple[Input, ...] | None:
-        """``()`` standing for the root of a `has` on ``context`` (or a request entity in a
-        generated store): the `has` path itself is the input."""
-        if isinstance(e, Variable) and (
-            e.var is Var.CONTEXT or (self.generated and e.var in (Var.PRINCIPAL, Var.RESOURCE))
-        ):
-            return ()
-        return None
-
-    # -- atoms ------------------------------------------------------------------------------
-
-    def atom(self, e: Expr) -> None:
-        inputs, reads_only_inputs = self.inputs(e)
-        self.atoms.append(_Atom(_expr_runner(e), inputs))
-        if reads_only_inputs and self.recognise(e, inputs):
-            return
-        self.generic(e)
-        if not reads_only_inputs:
-            self.note(f"`{_short(e)}` reads data other than the inputs")
-        else:
-            self.note(f"`{_short(e)}` is not a comparison with literals")
-        for inp in inputs:
-            if inp[0] != "var":
-                self.hint(inp).complete = False
-
-    def has_inputs(self, e: Has) -> list[Input] | None:
-        base = self.term(e.expr)
-        if base is None:
-            base = self.bare(e.expr)
-        if base is None:
-            return None
-        if not base:
-            root = e.expr.var  # type: ignore[attr-defined]
-            head: Input = ("ctx", ()) if root is Var.CONTEXT else ("attr", root.value, ())
-            return list(_extend(head, e.path))
-        return [*base, *_extend(base[-1], e.path)]
-
-    def recognise(self, e: Expr, inputs: frozenset[Input]) -> bool:
-        """Record hints for an atom of a supported form; false for any other form."""
-        if not inputs:
-            return True  # a constant
-        if not self.generated and all(i[0] == "var" for i in inputs) and len(inputs) == 1:
-            return True  # reads one request entity through the given store
-        term = self.term(e)
-        if term is not None:
-            self.hint(term[-1], "bool")
-            self.records(term)
-            return True
-        match e:
-            case Has():
-                keys = self.has_inputs(e) or []
-                for i, key in enumerate(keys):
-                    h = self.hint(key)
-                    if i + 1 < len(keys):
-                        h.record = True
-                return True
-            case Binary(op=op, left=left, right=right) if op is not BinOp.IN:
-                return self.comparison(op, left, right) or self.comparison(op, right, left)
-            case Binary(op=BinOp.IN, left=Variable(var=var), right=right) if var in _REQUEST_VARS:
-                targets = self.entity_constants(right)
-                if targets is None:
-                    return False
-                self.targets.update(dict.fromkeys(targets))
-                return True
-            case Is(expr=Variable(var=var), in_expr=in_expr) if var in _REQUEST_VARS:
-                if in_expr is None:
-                    return True
-                targets = self.entity_constants(in_expr)
-                if targets is None:
-                    return False
-                self.targets.update(dict.fromkeys(targets))
-                return True
-            case Is(expr=inner, entity_type=t, in_expr=None):
-                term = self.term(inner)
-                if term is None:
-                    return False
-                self.hint(term[-1], "entity")
-                self.records(term)
-                self.types[t] = None
-                return True
-            case MethodCall(name=name, receiver=recv, args=args):
-                return self.method(name, recv, args)
-        return False
-
-    def comparison(self, op: BinOp, left: Expr, right: Expr) -> bool:
-        """``term op constant`` (``==``, ``!=``; ordering with longs, datetimes, durations)."""
-        term = self.term(left)
-        if term is None:
-            if (
-                isinstance(left, Variable)
-                and left.var in _REQUEST_VARS
-                and op in (BinOp.EQ, BinOp.NEQ)
-            ):
-                return self.constant(right) is not None
-            return False
-        value = self.constant(right)
-        if value is None:
-            return False
-        kind = _kind(value[0])
-        if op in _ORDER_OPS and kind not in ("long", "datetime", "duration"):
-            return False
-        self.hint(term[-1], kind, *(_neighbours(value[0]) if op in _ORDER_OPS else value))
-        self.records(term)
-        return True
-
-    def method(self, name: str, recv: Expr, args: tuple[Expr, ...]) -> bool:
-        if name == "isEmpty":
-            term = self.term(recv)
-            if term is None:
-                return False
-            self.hint(term[-1], "set")
-            self.records(term)
-            return True
-        if name in ("contains", "containsAll", "containsAny") or name in _DECIMAL_METHODS:
-            for this, other, mine in ((recv, args[0], True), (args[0], recv, False)):
-                term = self.term(this)
-                value = self.constant(other)
-                if term is None or value is None:
-                    continue
-                v = value[0]
-                if name in _DECIMAL_METHODS:
-                    if v.__class__ is not Decimal:
-                        return False
-                    self.hint(term[-1], "decimal", *_neighbours(v))
-                elif name == "contains" and not mine:  # [c1, c2].contains(term): term == ci
-                    if v.__class__ is not CedarSet:
-                        return False
-                    for el in v:
-                        self.hint(term[-1], _kind(el), el)
-                elif name == "contains":
-                    self.hint(term[-1], "set")
-                    self.hint(term[-1]).values.append(_Element(v))
-                else:
-                    if v.__class__ is not CedarSet:
-                        return False
-                    self.hint(term[-1], "set")
-                    self.hint(term[-1]).values.extend(_Element(el) for el in v)
-                self.records(term)
-                return True
-            return False
-        if name == "hasTag":
-            return isinstance(recv, Variable)
-        return False
-
-    def entity_constants(self, e: Expr) -> list[EntityUID] | None:
-        value = self.constant(e)
-        if value is None:
-            return None
-        v = value[0]
-        if v.__class__ is EntityUID:
-            return [v]
-        if v.__class__ is CedarSet and all(x.__class__ is EntityUID for x in v):
-            return list(v)
-        return None
-
-    def constant(self, e: Expr) -> tuple[Any] | None:
-        """The value of an expression that reads no input (``None`` if it reads one or errors)."""
-        if any(isinstance(n, Variable) for n in walk(e)):
-            return None
-        try:
-            value = Evaluator(_NOBODY_REQUEST, Entities()).evaluate(e)
-        except EvaluationError:
-            return None
-        self.constants.append(value)
-        return (value,)
-
-    def hint(self, inp: Input, kind: str | None = None, *values: Any) -> _Hints:
-        key = _shared(inp)
-        h = self.hints.get(key)
-        if h is None:
-            h = self.hints[key] = _Hints()
-        if kind is not None:
-            h.kinds.add(kind)
-            h.values.extend(values)
-        return h
-
-    def records(self, term: tuple[Input, ...]) -> None:
-        for inp in term[:-1]:
-            self.hint(inp).record = True
-
-    def generic(self, e: Expr) -> None:
-        """Hints from an atom of any other form (for the sampled search only)."""
-        stack: list[tuple[Expr, str | None]] = [(e, "bool")]
-        while stack:
-            node, want = stack.pop()
-            term = self.term(node)
-            if term is not None:
-                self.hint(term[-1], want or "any")
-                self.records(term)
-                continue
-            match node:
-                case Like(expr=inner, pattern=pattern):
-                    stack.append((inner, "string"))
-                    term = self.term(inner)
-                    if term is not None:
-                        self.hint(term[-1], "string", *_like_strings(pattern))
-                    continue
-                case Binary(op=op, left=left, right=right):
-                    if op in (BinOp.EQ, BinOp.NEQ):
-                        for side, other in ((left, right), (right, left)):
-                            term, value = self.term(side), self.constant(other)
-                            if term is not None and value is not None:
-                                self.hint(term[-1], _kind(value[0]), value[0])
-                    elif op is not BinOp.IN:
-                        for side, other in ((left, right), (right, left)):
-                            term, value = self.term(side), self.constant(other)
-                            if term is not None and value is not None:
-                                self.hint(term[-1], _kind(value[0]), *_neighbours(value[0]))
-                    sub = {BinOp.IN: "entity", BinOp.EQ: None, BinOp.NEQ: None}.get(op, "long")
-                    stack += [(left, sub), (right, None if op is BinOp.IN else sub)]
-                    continue
-                case Has(expr=inner):
-                    for key in self.has_inputs(node) or []:
-                        self.hint(key)
-                    stack.append((inner, "record"))
-                    continue
-                case MethodCall(name=name, receiver=recv, args=args):
-                    want_recv = _RECEIVER_KINDS.get(name)
-                    stack.append((recv, want_recv))
-                    stack.extend((a, None) for a in args)
-                    continue
-                case And() | Or() | Unary(op=UnaryOp.NOT):
-                    stack.extend((c, "bool") for c in children(node))
-                    continue
-                case Unary(op=UnaryOp.NEG, arg=arg):
-                    stack.append((arg, "long"))
-                    continue
-                case If(cond=c, then_=t, else_=f):
-                    stack += [(c, "bool"), (t, want), (f, want)]
-                    continue
-                case Is(expr=inner):
-                    stack.append((inner, "entity"))
-                    if node.in_expr is not None:
-                        stack.append((node.in_expr, "entity"))
-                    continue
-            stack.extend((c, None) for c in children(node))
-
-    def note(self, why: str) -> None:
-        if len(self.why_not) < 3 and why not in self.why_not:
-            self.why_not.append(why)
-
-
-class _Element:
-    """A set element named by a condition (``contains``): representatives are subsets."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-def _extend(head: Input, path: Sequence[str]) -> Iterator[Input]:
-    prefix: tuple[str, ...] = head[-1]
-    for name in path:
-        prefix = (*prefix, name)
-        yield (*head[:-1], prefix)
-
-
-def _shared(inp: Input) -> Input:
-    """The key hints are kept under: a path's representatives are the same for principal and
-    resource (without a schema an attribute name means one thing)."""
-    if inp[0] in ("attr", "tag"):
-        return (inp[0], "*", inp[2])
-    return inp
-
-
-def _reads_store(node: Expr) -> bool:
-    match node:
-        case GetAttr() | Has():
-            return True
-        case MethodCall(name="getTag" | "hasTag"):
-            return True
-        case Binary(op=BinOp.IN):
-            return not isinstance(node.left, Variable)
-        case Is(in_expr=Expr()):
-            return not isinstance(node.expr, Variable)
-    return False
-
-
-def _scope_runner(scope: Scope) -> Callable[[Evaluator], Any]:
-    return lambda ev: ev.scope_matches(scope)
-
-
-def _expr_runner(e: Expr) -> Callable[[Evaluator], Any]:
-    return lambda ev: ev.evaluate(e)
-
-
-def _atoms(e: Expr) -> Iterator[Expr]:
-    """The atoms of a boolean expression (iterative)."""
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, And | Or | If) or (isinstance(node, Unary) and node.op is UnaryOp.NOT):
-            stack.extend(reversed(children(node)))
-        elif not (isinstance(node, Lit) and node.value.__class__ is bool):
-            yield node
-
-
-def _short(e: Expr) -> str:
-    from ..printer import print_expr
-
-    text = print_expr(e)
-    return text if len(text) <= 50 else text[:47] + "..."
-
-
-_NOBODY = EntityUID("__cedarlite", "nobody")
-_NOBODY_REQUEST = Request(_NOBODY, _NOBODY, _NOBODY, EMPTY_RECORD)
-
-# ---------------------------------------------------------------------------------------------
-# The space
 
 
 @dataclass(frozen=True)
@@ -842,7 +302,7 @@ class _Space:
                 if isinstance(entities, Entities)
                 else Entities.from_json(entities, schema=schema)
             )
-        self.an = _Analysis([*a.active, *b.active], self.store is not None)
+        self.an = Analysis([*a.active, *b.active], self.store is not None)
         self.why_not = "; ".join(self.an.why_not)
         self.exact = not self.an.why_not
         self.invalid: list[str] = []  # generated inputs the engine refused (a bug of ours)
@@ -953,9 +413,9 @@ class _Space:
         definition = self.schema.entity_types.get(type_name)
         return definition.member_of_types if definition else frozenset()
 
-    def _inexact(self, why: str) -> None:
+    def _inexact(self, why: str | None = None) -> None:
         self.exact = False
-        if why not in self.why_not:
+        if why is not None and why not in self.why_not:
             self.why_not = f"{self.why_not}; {why}" if self.why_not else why
 
     def var_classes(self, var: Var, action: EntityUID | None) -> list[list[_Rep]]:
@@ -1131,9 +591,9 @@ class _Space:
         return cached
 
     def _compute_options(self, key: Input, ty: CedarType | None, required: bool) -> tuple[Any, ...]:
-        hints = self.an.hints.get(key) or _Hints()
+        hints = self.an.hints.get(key) or Hints()
         if not hints.complete:
-            self._inexact_quiet()
+            self._inexact()  # the analysis said why
         if hints.record and "entity" in hints.kinds:
             # `context.who.name` may read an entity's attribute: tied to other inputs.
             self._inexact(f"`{_path_text(key)}` may be an entity whose attributes are read")
@@ -1147,16 +607,11 @@ class _Space:
             reps = self._merge(key, reps)
         return tuple(reps)
 
-    def _inexact_quiet(self) -> None:
-        self.exact = False
-        if not self.why_not:
-            self.why_not = "a condition is not a comparison with literals"
-
-    def _untyped(self, hints: _Hints) -> list[Any]:
+    def _untyped(self, hints: Hints) -> list[Any]:
         kinds = set(hints.kinds)
         reps: list[Any] = []
-        plain = [v for v in hints.values if not isinstance(v, _Element)]
-        elements = [v.value for v in hints.values if isinstance(v, _Element)]
+        plain = [v for v in hints.values if not isinstance(v, Element)]
+        elements = [v.value for v in hints.values if isinstance(v, Element)]
         reps += plain
         if "bool" in kinds:
             reps += [True, False]
@@ -1168,7 +623,7 @@ class _Space:
         if "set" in kinds:
             reps += _subsets(elements, self)
         for ext in ("decimal", "datetime", "duration", "ipaddr"):
-            if ext in kinds and not any(_kind(v) == ext for v in plain):
+            if ext in kinds and not any(kind_of(v) == ext for v in plain):
                 reps.append(_EXT_DEFAULT[ext]())
         if hints.record:
             reps.append(RECORD)
@@ -1179,7 +634,7 @@ class _Space:
             (
                 v
                 for v in (0, "", False, CedarSet())
-                if _kind(v) not in kinds and not (hints.record and _kind(v) == "record")
+                if kind_of(v) not in kinds and not (hints.record and kind_of(v) == "record")
             ),
             None,
         )
@@ -1187,7 +642,7 @@ class _Space:
             reps.append(wrong)
         return reps
 
-    def _typed(self, hints: _Hints, ty: CedarType) -> list[Any]:
+    def _typed(self, hints: Hints, ty: CedarType) -> list[Any]:
         from ..schema.types import (
             BoolType,
             EntityType,
@@ -1198,8 +653,8 @@ class _Space:
             StringType,
         )
 
-        plain = [v for v in hints.values if not isinstance(v, _Element)]
-        elements = [v.value for v in hints.values if isinstance(v, _Element)]
+        plain = [v for v in hints.values if not isinstance(v, Element)]
+        elements = [v.value for v in hints.values if isinstance(v, Element)]
         if isinstance(ty, BoolType):
             return [True, False]
         if isinstance(ty, LongType):
@@ -1210,7 +665,7 @@ class _Space:
         if isinstance(ty, EntityType):
             return self.candidates_of_type(ty.name)
         if isinstance(ty, ExtensionType):
-            same = [v for v in plain if _kind(v) == ty.name]
+            same = [v for v in plain if kind_of(v) == ty.name]
             return same or [_EXT_DEFAULT[ty.name]()]
         if isinstance(ty, SetType):
             element_type = ty.element
@@ -1232,7 +687,7 @@ class _Space:
 
     def _merge(self, key: Input, reps: list[Any]) -> list[Any]:
         """Representatives merged by their outcomes on the atoms that read only this path."""
-        mine = [at for at in self.an.atoms if any(_shared(i) == key for i in at.inputs)]
+        mine = [at for at in self.an.atoms if any(shared_key(i) == key for i in at.inputs)]
         if not mine or any(len(at.inputs) > 1 for at in mine):
             return reps
         seen: dict[Any, Any] = {}
@@ -1240,7 +695,7 @@ class _Space:
             if rep is RECORD:
                 seen[("record",)] = rep
                 continue
-            ev = _probe(key, rep, self.schema)
+            ev = _probe(key, rep)
             seen.setdefault(tuple(_outcome(at, ev) for at in mine), rep)
         return list(seen.values())
 
@@ -1403,7 +858,7 @@ class _Found(Exception):
 # Helpers
 
 
-def _outcome(atom: _Atom, ev: Evaluator) -> bool | None:
+def _outcome(atom: Atom, ev: Evaluator) -> bool | None:
     """An atom's outcome: true, false, or ``None`` for an error. Atoms stand where a Bool is
     required (a condition, an operand of ``&&``/``||``/``!``, a branch of ``if``), so any
     other value is an error there, as a failed evaluation is."""
@@ -1414,7 +869,7 @@ def _outcome(atom: _Atom, ev: Evaluator) -> bool | None:
     return value if value.__class__ is bool else None
 
 
-def _probe(key: Input, rep: Any, schema: Schema | None) -> Evaluator:
+def _probe(key: Input, rep: Any) -> Evaluator:
     """An evaluator in which the path ``key`` holds ``rep`` (for merging representatives)."""
     kind, path = key[0], key[-1]
     value: Any = {} if rep is MISSING else _json(rep)
@@ -1467,7 +922,7 @@ def _unique(reps: list[Any]) -> list[Any]:
     out: list[Any] = []
     keys: set[Any] = set()
     for r in reps:
-        k = (_kind(r), r) if not isinstance(r, _Marker) else r
+        k = (kind_of(r), r) if not isinstance(r, _Marker) else r
         if k not in keys:
             keys.add(k)
             out.append(r)
@@ -1515,7 +970,7 @@ def _other_element(els: Sequence[Any], space: _Space, element_type: Any) -> Any:
         return None
     if not els:
         return "other"
-    kind = _kind(els[0])
+    kind = kind_of(els[0])
     if kind == "string":
         return _other_string(els)
     if kind == "long":
@@ -1569,7 +1024,7 @@ def _default(ty: Any, space: _Space) -> Any:
 def _fits(value: Any, ty: Any) -> bool:
     from ..schema.types import BoolType, EntityType, ExtensionType, LongType, StringType
 
-    kind = _kind(value)
+    kind = kind_of(value)
     return (
         (isinstance(ty, BoolType) and kind == "bool")
         or (isinstance(ty, LongType) and kind == "long")
