@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from bench_authz import agent_hook_data, rbac_policies  # noqa: E402
+from bench_corpus import run_cedarpy  # noqa: E402
 from corpus import DATA_ROOT, handwritten_tests  # noqa: E402
 
 import cedarlite  # noqa: E402
@@ -105,14 +106,7 @@ def conformance(rounds: int) -> None:
         assert report.failed == 0
 
     def theirs() -> None:
-        for test in tests:
-            schema = cedarpy.Schema.from_str(test.schema_text)
-            policies = cedarpy.PolicySet.from_str(test.policies_text)
-            entities = cedarpy.Entities.from_json_str(json.dumps(test.entities_json))
-            cedarpy.validate_policies(test.policies_text, schema)
-            for req in test.requests:
-                request = {k: req[k] for k in ("principal", "action", "resource", "context")}
-                cedarpy.is_authorized(request, policies, entities, schema)
+        run_cedarpy(tests)  # the same calls bench_corpus.py makes for the generated corpus
 
     fns: dict[str, Callable[[], Any]] = {"cedarlite": ours}
     if cedarpy is not None:

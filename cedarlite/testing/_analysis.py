@@ -50,7 +50,7 @@ from ..entities import Entities
 from ..errors import EvaluationError
 from ..evaluator import Evaluator, Request
 from ..ext import Datetime, Decimal, Duration
-from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
+from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, type_name
 
 Input = tuple[Any, ...]
 
@@ -84,20 +84,9 @@ class Atom:
 
 
 def kind_of(value: Any) -> str:
-    cls = value.__class__
-    if cls is bool:
-        return "bool"
-    if cls is int:
-        return "long"
-    if cls is str:
-        return "string"
-    if cls is EntityUID:
-        return "entity"
-    if cls is CedarSet:
-        return "set"
-    if cls is Record:
-        return "record"
-    return str(value.cedar_type)
+    """The kind of a Cedar value: ``bool``, ``long``, ``string``, ``entity``, ``set``,
+    ``record`` or an extension type's name."""
+    return "entity" if value.__class__ is EntityUID else type_name(value)
 
 
 def _neighbours(value: Any) -> list[Any]:
