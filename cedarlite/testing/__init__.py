@@ -9,7 +9,7 @@ old = PolicySet.from_file("policies/app.cedar")
 new = PolicySet.from_file("policies/app-refactored.cedar")
 testing.assert_equivalent(old, new)          # raises AssertionError with a counterexample
 result = testing.check_equivalence(old, new)
-print(result.summary())                      # "equivalent (exhaustive over 96 requests)"
+print(result.summary())                      # e.g. "equivalent (exhaustive over 96 requests)"
 ```
 
 * :mod:`.equivalence`: :func:`find_difference`, :func:`check_equivalence`,
