@@ -523,6 +523,17 @@ def cmd_equiv(args: argparse.Namespace) -> int:
 ERROR_FORMATS = ("human", "json")
 
 
+def _with_parent(sub: Any, parent: argparse.ArgumentParser) -> Any:
+    """``sub`` (subparsers) whose every command also takes ``parent``'s options."""
+    add_parser = sub.add_parser
+
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return add_parser(name, parents=[parent], **kwargs)
+
+    sub.add_parser = command
+    return sub
+
+
 def _parser() -> argparse.ArgumentParser:
     # `--error-format` is accepted before the command and after it (as Cedar's global flag).
     common = argparse.ArgumentParser(add_help=False)
@@ -538,13 +549,9 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"cedarlite {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_parser = sub.add_parser
-
-    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        return add_parser(name, parents=[common], **kwargs)
-
-    sub.add_parser = command  # type: ignore[method-assign]
+    sub = _with_parent(
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), common
+    )
 
     def policies_args(p: argparse.ArgumentParser, required: bool = True) -> None:
         p.add_argument(
@@ -682,7 +689,9 @@ def _parser() -> argparse.ArgumentParser:
     eq.set_defaults(run=cmd_equiv)
 
     t = sub.add_parser("tools", help="the agent tool layer (OpenClaw-style tool policy)")
-    tsub = t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND")
+    tsub = _with_parent(
+        t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND"), common
+    )
 
     def scenario_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("scenario", help='JSON file: {"config", "tools", "context", "calls"}')

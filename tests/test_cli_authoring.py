@@ -109,6 +109,8 @@ def test_error_format_json(work: Path, capsys) -> None:
         }
     code, _, err = run(capsys, "--error-format", "json", "evaluate", "principal.x", *REQ)
     assert code == 1 and json.loads(err)["code"] == "E0700"
+    code, _, err = run(capsys, "tools", "check", str(work / "nope.json"), "--error-format", "json")
+    assert code == 1 and "cannot read scenario" in json.loads(err)["message"]
     (work / "s.cedarschema").write_text(
         "entity User = {name: String};\naction view appliesTo { principal: User, resource: User };"
     )
