@@ -7,6 +7,11 @@ cedarlite authorize --policies p.cedar --entities e.json --request-json request.
 cedarlite validate --policies p.cedar --schema s.cedarschema
 cedarlite check-parse --policies p.cedar
 cedarlite format --policies p.cedar [--check | --write]
+cedarlite evaluate 'principal.age >= 18' --entities e.json -l 'U::"a"' -a 'Action::"v"' -r 'D::"d"'
+cedarlite run-tests --policies policies/ --tests tests.json [-v] [--coverage [--threshold 90]]
+cedarlite translate-policy --direction cedar-to-json --policies p.cedar
+cedarlite link --policies p.cedar --template-id t --new-id alice --arguments '{"?principal": ...}'
+cedarlite equiv old.cedar new.cedar [--schema s.cedarschema] [--entities e.json]
 cedarlite tools resolve scenario.json          # which tools a run may see
 cedarlite tools explain scenario.json --tool exec
 cedarlite tools check scenario.json --rules policies/exec-commands.cedar [--lenient]
@@ -15,10 +20,13 @@ cedarlite tools schema scenario.json            # the Cedar schema of the scenar
 cedarlite tools shipped                         # shipped policies and examples: cedarlite:NAME
 ```
 
-Exit codes (as Cedar's CLI): 0 success / ALLOW, 1 failure (bad input or a usage error: the
-message names the file, line and column), 2 DENY (and an empty tool allowlist), 3 validation
-failure (and unmet expectations in ``tools check``). A closed output pipe (``| head``) ends the
-command quietly.
+``--policies`` takes a file or a directory (every ``*.cedar`` file under it) and may be repeated;
+``--error-format json`` (before or after the command) prints errors as JSON objects.
+
+Exit codes (as Cedar's CLI): 0 success / ALLOW / equivalent, 1 failure (bad input or a usage
+error: the message names the file, line and column; failing tests), 2 DENY (an empty tool
+allowlist; policy sets that differ), 3 validation failure (and unmet expectations in ``tools
+check``). A closed output pipe (``| head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -36,7 +45,7 @@ from typing import Any
 
 from . import __version__
 from .authorizer import Response, is_authorized
-from .entities import Entities, load_json
+from .entities import Entities, load_json, uid_from_json
 from .errors import CedarliteError, RequestError, ValidationError
 from .policyset import PolicySet
 
@@ -46,7 +55,11 @@ _QUIET = logging.NullHandler()
 
 
 class _Failure(Exception):
-    """A user-facing failure with its message already rendered."""
+    """A user-facing failure with its message already rendered (``code`` for JSON output)."""
+
+    def __init__(self, message: str, code: str = "E0001") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class _UsageError(Exception):
@@ -81,25 +94,61 @@ class _JSONFileError(CedarliteError):
     code = "E0010"
 
 
-def _policies(args: argparse.Namespace) -> PolicySet:
-    text = _read(args.policies, "policies")
-    ps = PolicySet.from_str(text, args.policies, strict=getattr(args, "strict", False))
-    links = getattr(args, "template_linked", None)
-    if links:
-        items = _json_file(links, "template links")
-        for i, link in enumerate(items if isinstance(items, list) else [None]):
-            if not (
-                isinstance(link, dict)
-                and isinstance(link.get("template_id"), str)
-                and isinstance(link.get("link_id"), str)
-                and isinstance(link.get("args"), dict)
-            ):
-                raise _Failure(
-                    f"error: {links}: entry {i} must be "
-                    '{"template_id": str, "link_id": str, "args": {"?principal": ...}}'
-                )
-            ps = ps.link(link["template_id"], link["link_id"], link["args"])
+def _load_policies(
+    paths: Sequence[str], *, strict: bool = False, policy_format: str = "cedar"
+) -> PolicySet:
+    """One file (Cedar's positional ids, ``-`` for standard input), or several files and
+    directories (ids qualified by file: ``a.cedar:policy0``)."""
+    if len(paths) == 1 and (paths[0] == "-" or not os.path.isdir(paths[0])):
+        text = _read(paths[0], "policies")
+        if policy_format == "json":
+            return PolicySet.from_json(text, paths[0], strict=strict)
+        return PolicySet.from_str(text, paths[0], strict=strict)
+    if policy_format == "json":
+        raise _Failure("error: `--policy-format json` reads one policy file")
+    if "-" in paths:
+        raise _Failure("error: `-` (standard input) cannot be combined with other policy files")
+    return PolicySet.from_files(paths, strict=strict)
+
+
+def _named(paths: Sequence[str]) -> str:
+    return ", ".join(paths)
+
+
+def _policies(args: argparse.Namespace, *, links: bool = True) -> PolicySet:
+    """The ``--policies`` (and, with ``links``, the ``--template-linked`` links)."""
+    ps = _load_policies(
+        args.policies,
+        strict=getattr(args, "strict", False),
+        policy_format=getattr(args, "policy_format", "cedar"),
+    )
+    path = getattr(args, "template_linked", None)
+    return _with_links(ps, path) if path and links else ps
+
+
+def _with_links(ps: PolicySet, path: str) -> PolicySet:
+    """``ps`` with the links of a template-links file (Cedar's format)."""
+    items = _json_file(path, "template links")
+    for i, link in enumerate(items if isinstance(items, list) else [None]):
+        if not (
+            isinstance(link, dict)
+            and isinstance(link.get("template_id"), str)
+            and isinstance(link.get("link_id"), str)
+            and isinstance(link.get("args"), dict)
+        ):
+            raise _Failure(
+                f"error: {path}: entry {i} must be "
+                '{"template_id": str, "link_id": str, "args": {"?principal": ...}}'
+            )
+        ps = ps.link(link["template_id"], link["link_id"], link["args"])
     return ps
+
+
+def _entities_arg(args: argparse.Namespace, schema: Any) -> Entities:
+    """The ``--entities`` file (read by the schema, if any), or an empty store."""
+    if not getattr(args, "entities", None):
+        return Entities.from_json([], schema=schema)
+    return Entities.from_json(_read(args.entities, "entities"), schema=schema, source=args.entities)
 
 
 def _schema(args: argparse.Namespace) -> Any:
@@ -159,11 +208,7 @@ def cmd_authorize(args: argparse.Namespace) -> int:
     """Decide one request: prints ALLOW or DENY, then errors and (verbose) reasons."""
     policies = _policies(args)
     schema = _schema(args)
-    entities = (
-        Entities.from_json(_read(args.entities, "entities"), schema=schema, source=args.entities)
-        if args.entities
-        else Entities.from_json([], schema=schema)
-    )
+    entities = _entities_arg(args, schema)
     request = _request(args)
     with _blame(args.request_json or args.context or "the request"):  # its file names errors
         decided = is_authorized(
@@ -195,15 +240,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     result = validate(_policies(args), _schema(args))
     for issue in (*result.errors, *result.warnings):
-        print(issue.render())
-        print()
+        if args.error_format == "json":
+            print(json.dumps({**issue.to_error().to_json(), "severity": issue.severity}))
+        else:
+            print(issue.render())
+            print()
     if result.passed:
         print(
-            f"{args.policies}: validation passed"
+            f"{_named(args.policies)}: validation passed"
             + (f" ({plural(len(result.warnings), 'warning')})" if result.warnings else "")
         )
         return EXIT_OK
-    print(f"{args.policies}: validation failed: {plural(len(result.errors), 'error')}")
+    print(f"{_named(args.policies)}: validation failed: {plural(len(result.errors), 'error')}")
     return EXIT_INVALID
 
 
@@ -213,7 +261,7 @@ def cmd_check_parse(args: argparse.Namespace) -> int:
     schema = _schema(args)
     if args.entities:
         Entities.from_json(_read(args.entities, "entities"), schema=schema, source=args.entities)
-    print(f"{args.policies}: {plural(len(ps), 'policy', 'policies')} parse")
+    print(f"{_named(args.policies)}: {plural(len(ps), 'policy', 'policies')} parse")
     return EXIT_OK
 
 
@@ -352,10 +400,13 @@ def _scenario(args: argparse.Namespace, *, bare_config: bool = False) -> _Scenar
     )
 
 
-def _report(sc: _Scenario, findings: Sequence[Any]) -> None:
-    """Print lint findings, located, on stderr."""
+def _report_findings(args: argparse.Namespace, sc: _Scenario, findings: Sequence[Any]) -> None:
+    """Print lint findings on stderr: located with a snippet, or one JSON object a line."""
     for finding in findings:
-        print(sc.render(finding), file=sys.stderr)
+        if args.error_format == "json":
+            print(json.dumps(finding.to_json(), ensure_ascii=False), file=sys.stderr)
+        else:
+            print(sc.render(finding), file=sys.stderr)
 
 
 def _summary(findings: Sequence[Any]) -> str:
@@ -386,7 +437,7 @@ def cmd_tools_resolve(args: argparse.Namespace) -> int:
     for warning in res.warnings:  # §10's unknown-entry notes are the findings' (with a hint)
         if " allowlist contains unknown entries " not in warning:
             print(f"warning: {warning}")
-    _report(sc, res.findings)
+    _report_findings(args, sc, res.findings)
     return EXIT_OK
 
 
@@ -446,11 +497,11 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
             policy = ToolPolicy(sc.config, sc.tools, strict=strict)
             policy.check_context(sc.context)
     except ConfigError as err:
-        _report(sc, err.issues)
+        _report_findings(args, sc, err.issues)
         print(f"error: refusing to check: {_summary(err.issues)} (use --lenient to read the "
               "configuration as OpenClaw does)", file=sys.stderr)  # fmt: skip
         return EXIT_INVALID
-    _report(sc, policy.findings + policy.context_findings(sc.context))
+    _report_findings(args, sc, policy.findings + policy.context_findings(sc.context))
     try:
         from .shipped import resolve
 
@@ -565,19 +616,233 @@ def _argument_path(argument: str) -> list[str | int]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Commands for policy authors: evaluate, run-tests, translate-policy, link, equiv
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Evaluate an expression for a request; print the value in Cedar syntax (exit 1 with the
+    evaluation error)."""
+    from .authorizer import make_request
+    from .errors import EvaluationError
+    from .evaluator import Evaluator
+    from .parser import parse_expression
+    from .values import display
+
+    schema = _schema(args)
+    request = make_request(_request(args), schema=schema, validate=not args.no_request_validation)
+    expr = parse_expression(args.expression, "<expression>")
+    entities = _entities_arg(args, schema)
+    try:
+        value = Evaluator(request, entities).evaluate(expr)
+        print(display(value))
+    except EvaluationError as err:
+        message = f"error: failed to evaluate the expression: {err.message}"
+        raise _Failure(message, EvaluationError.code) from None
+    except RecursionError:
+        raise _Failure("error: the value is nested too deeply to print") from None
+    return EXIT_OK
+
+
+def cmd_run_tests(args: argparse.Namespace) -> int:
+    """Run policy tests (Cedar CLI's format, or the conformance format); exit 1 if any fails
+    or coverage is under ``--threshold``."""
+    from .runtests import load_tests, run_tests
+
+    policies = _policies(args) if args.policies else None
+    schema = _schema(args)
+    report = run_tests(load_tests(path, policies, schema) for path in args.tests)
+    print(f"running {len(report.results)} test{'s' * (len(report.results) != 1)}")
+    for r in report.results:
+        if args.verbose or not r.passed:
+            print(f"  test {r.name} ... {'ok' if r.passed else 'fail: ' + r.failure}")
+    status = EXIT_OK if report.failed == 0 else EXIT_FAILURE
+    if args.coverage or args.threshold is not None:
+        cov = report.coverage()
+        print(
+            f"coverage: {cov.covered}/{cov.total} policies determining in some test "
+            f"({cov.percent:.1f}%)"
+        )
+        for u in cov.uncovered:
+            where = f"{u.source or '<input>'}" + (f":{u.line}" if u.line is not None else "")
+            named = f" @id({json.dumps(u.name)})" if u.name else ""
+            print(f"  not covered: {u.policy_id}{named}  ({where})")
+        if args.threshold is not None and not cov.meets(args.threshold):
+            print(f"coverage is under the threshold of {args.threshold:g}%")
+            status = EXIT_FAILURE
+    print(f"results: {report.passed} passed, {report.failed} failed")
+    return status
+
+
+def cmd_translate_policy(args: argparse.Namespace) -> int:
+    """Cedar text <-> Cedar's JSON policy format (EST). Comments are not carried over."""
+    path = args.policies or "-"
+    text = _read(path, "policies")
+    if args.direction == "cedar-to-json":
+        # As Cedar's CLI: policies with an `@id` annotation are named by it.
+        ps = PolicySet.from_str(text, path, id_annotations=True)
+        print(json.dumps(ps.to_json(), indent=2 if args.pretty else None, ensure_ascii=False))
+        return EXIT_OK
+    ps = PolicySet.from_json(text, path)
+    if any(p.template_id is not None for p in ps):
+        raise _Failure(
+            "error: cannot translate a policy set with template links to Cedar text "
+            "(Cedar text holds templates, not their links)"
+        )
+    sys.stdout.write(ps.to_cedar())
+    return EXIT_OK
+
+
+def cmd_link(args: argparse.Namespace) -> int:
+    """Link a template; print the linked policy and, with ``--template-linked``, add the link
+    to that file (created if missing)."""
+    values = load_json(args.arguments, "--arguments", _JSONFileError)
+    if not isinstance(values, dict):
+        raise _Failure(
+            'error: --arguments must be a JSON object like {"?principal": "User::\\"a\\""}'
+        )
+    ps = _policies(args, links=False)
+    if args.template_linked and os.path.exists(args.template_linked):  # else `link` creates it
+        ps = _with_links(ps, args.template_linked)
+    ps = ps.link(args.template_id, args.new_id, values)
+    linked = ps[args.new_id]
+    from .printer import print_policy
+
+    print(f"Template-linked policy added: {args.new_id}")
+    print(print_policy(linked))
+    if args.template_linked:
+        path = args.template_linked
+        existing = _json_file(path, "template links") if os.path.exists(path) else []
+        if not isinstance(existing, list):
+            raise _Failure(f"error: {path}: expected a JSON array of template links")
+        args_text = {slot: str(uid) for slot, uid in linked.links.items()}
+        entry = {"template_id": args.template_id, "link_id": args.new_id, "args": args_text}
+        _write_atomically(path, json.dumps([*existing, entry], indent=2) + "\n")
+    return EXIT_OK
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Replace ``path`` in one step (a crash leaves the old file, never half of the new)."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as err:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise _Failure(f"error: cannot write `{path}`: {err}") from None
+
+
+def cmd_equiv(args: argparse.Namespace) -> int:
+    """Search for a request on which two policy sets decide differently: exit 0 if none was
+    found (saying whether the search was exhaustive), 2 with a ready-to-run counterexample."""
+    from .testing import check_equivalence
+
+    first = _load_policies([args.first])
+    second = _load_policies([args.second])
+    schema = _schema(args)
+    entities = _entities_arg(args, schema) if args.entities else None
+    result = check_equivalence(
+        first,
+        second,
+        schema=schema,
+        entities=entities,
+        max_examples=args.max_examples,
+        exhaustive_limit=args.exhaustive_limit,
+    )
+    print(result.summary())
+    ce = result.counterexample
+    if ce is None:
+        return EXIT_OK
+    print(ce.render((f"first ({args.first})", f"second ({args.second})")))
+    request = {
+        key: str(uid_from_json(ce.request[key], key)) for key in ("principal", "action", "resource")
+    }
+    request["context"] = ce.request.get("context", {})
+    request_text = json.dumps(request, indent=2, ensure_ascii=False)
+    entities_text = json.dumps(ce.entities, indent=2, ensure_ascii=False)
+    entities_file = args.entities or "entities.json"
+    if args.out:
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as err:
+            raise _Failure(f"error: cannot create `{args.out}`: {err}") from None
+        request_file = os.path.join(args.out, "request.json")
+        _write_atomically(request_file, request_text + "\n")
+        if not args.entities:
+            entities_file = os.path.join(args.out, "entities.json")
+            _write_atomically(entities_file, entities_text + "\n")
+        print(f"\nwrote {request_file}" + ("" if args.entities else f" and {entities_file}"))
+    else:
+        request_file = "request.json"
+        print(f"\nrequest.json:\n{request_text}")
+        if not args.entities:
+            print(f"entities.json:\n{entities_text}")
+    q = shlex.quote
+    schema_arg = f" --schema {q(args.schema)}" if args.schema else ""
+    print("\nreproduce:")
+    for path in (args.first, args.second):
+        print(
+            f"  cedarlite authorize --policies {q(path)}{schema_arg} "
+            f"--request-json {q(request_file)} --entities {q(entities_file)} -v"
+        )
+    return EXIT_DENY
+
+
+# ---------------------------------------------------------------------------------------------
 # Argument parsing
 
 
+ERROR_FORMATS = ("human", "json")
+
+
+def _with_parent(sub: Any, parent: argparse.ArgumentParser) -> Any:
+    """``sub`` (subparsers) whose every command also takes ``parent``'s options."""
+    add_parser = sub.add_parser
+
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return add_parser(name, parents=[parent], **kwargs)
+
+    sub.add_parser = command
+    return sub
+
+
 def _parser() -> argparse.ArgumentParser:
+    # `--error-format` is accepted before the command and after it (as Cedar's global flag).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--error-format",
+        choices=ERROR_FORMATS,
+        default=argparse.SUPPRESS,
+        help="how errors are printed: human (with a caret snippet) or json (one object a line)",
+    )
     parser = _ArgumentParser(
-        prog="cedarlite", description="Cedar-compatible policy engine for AI agents' tool calls."
+        prog="cedarlite",
+        description="Cedar-compatible policy engine for AI agents' tool calls.",
+        parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"cedarlite {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = _with_parent(
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), common
+    )
 
-    def policies_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("-p", "--policies", required=True, help="Cedar policy file (- for stdin)")
+    def policies_args(p: argparse.ArgumentParser, required: bool = True) -> None:
         p.add_argument(
+            "-p",
+            "--policies",
+            action="append",
+            required=required,
+            metavar="PATH",
+            help="Cedar policy file or directory of *.cedar files (- for stdin); repeatable",
+        )
+        p.add_argument(
+            "--policy-format",
+            choices=("cedar", "json"),
+            default="cedar",
+            help="format of a single policy file: Cedar text or Cedar's JSON policy format",
+        )
+        p.add_argument(
+            "-k",
             "--template-linked",
             metavar="FILE",
             help='JSON list of {"template_id", "link_id", "args": {"?principal": ...}}',
@@ -591,20 +856,23 @@ def _parser() -> argparse.ArgumentParser:
     def schema_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("-s", "--schema", help="schema file (.cedarschema, or .json)")
 
+    def request_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--entities", help="entity JSON file")
+        p.add_argument("--request-json", metavar="FILE", help="JSON request (principal, ...)")
+        p.add_argument("-l", "--principal", help='principal, e.g. User::"alice"')
+        p.add_argument("-a", "--action", help='action, e.g. Action::"read"')
+        p.add_argument("-r", "--resource", help='resource, e.g. Doc::"readme"')
+        p.add_argument("-c", "--context", metavar="FILE", help="JSON context file")
+        p.add_argument(
+            "--no-request-validation",
+            action="store_true",
+            help="with --schema, do not check the request against appliesTo",
+        )
+
     a = sub.add_parser("authorize", help="decide one request")
     policies_args(a)
     schema_args(a)
-    a.add_argument("--entities", help="entity JSON file")
-    a.add_argument("--request-json", metavar="FILE", help="JSON request (principal, action, ...)")
-    a.add_argument("-l", "--principal", help='principal, e.g. User::"alice"')
-    a.add_argument("-a", "--action", help='action, e.g. Action::"read"')
-    a.add_argument("-r", "--resource", help='resource, e.g. Doc::"readme"')
-    a.add_argument("-c", "--context", metavar="FILE", help="JSON context file")
-    a.add_argument(
-        "--no-request-validation",
-        action="store_true",
-        help="with --schema, do not check the request against appliesTo",
-    )
+    request_args(a)
     a.add_argument("-v", "--verbose", action="store_true", help="list the determining policies")
     a.add_argument("--json", action="store_true", help="print the response as JSON")
     a.set_defaults(run=cmd_authorize)
@@ -627,8 +895,76 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--write", action="store_true", help="rewrite the file in place")
     f.set_defaults(run=cmd_format)
 
+    ev = sub.add_parser("evaluate", help="evaluate an expression for a request")
+    ev.add_argument("expression", metavar="EXPRESSION", help='e.g. "principal.age >= 18"')
+    schema_args(ev)
+    request_args(ev)
+    ev.set_defaults(run=cmd_evaluate)
+
+    rt = sub.add_parser(
+        "run-tests",
+        help="run policy tests (Cedar CLI's JSON test format, or the conformance format)",
+    )
+    policies_args(rt, required=False)
+    schema_args(rt)
+    rt.add_argument(
+        "--tests", action="append", required=True, metavar="FILE", help="test file; repeatable"
+    )
+    rt.add_argument(
+        "-v", "--verbose", action="store_true", help="print every test, not only failures"
+    )
+    rt.add_argument(
+        "--coverage", action="store_true", help="report the policies no test made determining"
+    )
+    rt.add_argument(
+        "--threshold",
+        type=float,
+        metavar="PERCENT",
+        help="fail if fewer than PERCENT%% of the policies are covered (implies --coverage)",
+    )
+    rt.set_defaults(run=cmd_run_tests)
+
+    tp = sub.add_parser("translate-policy", help="Cedar text <-> Cedar's JSON policy format")
+    tp.add_argument(
+        "--direction", required=True, choices=("cedar-to-json", "json-to-cedar"), help="which way"
+    )
+    tp.add_argument("-p", "--policies", metavar="FILE", help="input file (default: stdin)")
+    tp.add_argument("--pretty", action="store_true", help="indent the JSON")
+    tp.set_defaults(run=cmd_translate_policy)
+
+    lk = sub.add_parser("link", help="link a template (and record the link with -k FILE)")
+    policies_args(lk)
+    lk.add_argument("--template-id", required=True, help="id of the template")
+    lk.add_argument("-n", "--new-id", required=True, help="id of the new linked policy")
+    lk.add_argument(
+        "--arguments",
+        required=True,
+        metavar="JSON",
+        help='e.g. \'{"?principal": "User::\\"a\\""}\'',
+    )
+    lk.set_defaults(run=cmd_link)
+
+    eq = sub.add_parser("equiv", help="search for a request on which two policy sets differ")
+    eq.add_argument("first", metavar="A", help="policy file or directory")
+    eq.add_argument("second", metavar="B", help="policy file or directory")
+    schema_args(eq)
+    eq.add_argument("--entities", help="a fixed entity store (JSON): only requests vary")
+    eq.add_argument(
+        "--max-examples", type=int, default=1000, help="requests to draw when not exhaustive"
+    )
+    eq.add_argument(
+        "--exhaustive-limit",
+        type=int,
+        default=20_000,
+        help="enumerate finite spaces of at most this many requests",
+    )
+    eq.add_argument("--out", metavar="DIR", help="write the counterexample's request/entities here")
+    eq.set_defaults(run=cmd_equiv)
+
     t = sub.add_parser("tools", help="the agent tool layer (OpenClaw-style tool policy)")
-    tsub = t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND")
+    tsub = _with_parent(
+        t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND"), common
+    )
 
     def scenario_args(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -686,8 +1022,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The tool commands print the tool layer's warnings themselves, located and with hints:
     # keep Python's last-resort handler from printing them a second time.
     logging.getLogger("cedarlite").addHandler(_QUIET)
+    args = argparse.Namespace(error_format="human")
     try:
         args = parser.parse_args(argv)
+        if not hasattr(args, "error_format"):
+            args.error_format = "human"
         return int(args.run(args))
     except _UsageError as err:
         print(err, file=sys.stderr)
@@ -695,10 +1034,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else EXIT_FAILURE
     except _Failure as err:
-        print(err, file=sys.stderr)
+        _report_error(args, str(err), None, err.code)
         return EXIT_FAILURE
     except CedarliteError as err:
-        print(err.render(), file=sys.stderr)
+        _report_error(args, err.render(), err)
         return EXIT_FAILURE
     except BrokenPipeError:
         _silence_stdout()
@@ -715,6 +1054,23 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
         pass
+
+
+def _report_error(
+    args: argparse.Namespace, text: str, err: CedarliteError | None, code: str = "E0001"
+) -> None:
+    """Print an error to stderr in the chosen ``--error-format``."""
+    if args.error_format != "json":
+        print(text, file=sys.stderr)
+        return
+    diag: dict[str, object]
+    if err is None:
+        message = text.removeprefix("error: ")
+        diag = {"severity": "error", "code": code, "message": message, "source": None,
+                "line": None, "column": None, "help": None}  # fmt: skip
+    else:
+        diag = err.to_json()
+    print(json.dumps(diag, ensure_ascii=False), file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -54,6 +54,20 @@ class CedarliteError(Located, Exception):
             out += f"\n  = help: {self.help}"
         return out
 
+    def to_json(self) -> dict[str, object]:
+        """The diagnostic as a JSON object (the CLI's ``--error-format json``): ``severity``,
+        ``code``, ``message``, ``source``, ``line``, ``column`` (1-based; ``null`` when
+        unknown) and ``help``."""
+        return {
+            "severity": "error",
+            "code": self.code,
+            "message": self.message,
+            "source": self.source,
+            "line": self.line,
+            "column": self.column,
+            "help": self.help,
+        }
+
     def __str__(self) -> str:
         return self.render()
 

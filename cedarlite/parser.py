@@ -658,3 +658,41 @@ def parse_policies(text: str, source: str | None = None, *, strict: bool = False
     finally:
         _state.reset("", None, False)
     return policies
+
+
+_EXPR_PREFIX = "permit(principal, action, resource) when {\n"
+
+
+def parse_expression(text: str, source: str | None = None, *, strict: bool = False) -> Expr:
+    """Parse one Cedar expression (``context.n > 3 && principal in Group::"g"``).
+
+    Parsed as the condition of a policy, so every parse-time rule applies; errors point into
+    ``text`` itself. Slots are not allowed. Raises :class:`ParseError`.
+    """
+    if not isinstance(text, str):
+        raise ParseError(f"expression must be a string, not {type(text).__name__}", source=source)
+    if not text.strip():
+        raise ParseError("expected an expression, got nothing", source=source)
+    wrapped = _EXPR_PREFIX + text + "\n};"
+    try:
+        policies = parse_policies(wrapped, source, strict=strict)
+    except ParseError as err:
+        raise _unwrapped(err, text, source) from None
+    body = policies[0].conditions[0].body if len(policies) == 1 else None
+    if body is None or len(policies[0].conditions) != 1:
+        raise ParseError(
+            "expected one expression", span=Span.at(text, 0, len(text)), text=text, source=source
+        )
+    return body
+
+
+def _unwrapped(err: ParseError, text: str, source: str | None) -> ParseError:
+    """``err`` (raised on the wrapped text) located in the expression's own text."""
+    span, message = err.span, err.message
+    if span is not None:
+        if span.start >= len(_EXPR_PREFIX) + len(text):  # at the wrapper's closing `}`
+            message = re.sub(r"^unexpected token `\}`", "unexpected end of input", message)
+        start = min(max(span.start - len(_EXPR_PREFIX), 0), len(text))
+        end = min(max(span.end - len(_EXPR_PREFIX), start), len(text))
+        span = Span.at(text, start, end)
+    return ParseError(message, span=span, text=text, source=source, help=err.help)

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from .ast import Policy, Scope, ScopeOp, SlotId
 from .errors import CedarliteError, PolicySetError
 from .parser import parse_entity_uid, parse_policies
 from .values import EntityUID
+
+
+class PolicyOrigin(NamedTuple):
+    """Where a policy was read from: the source name (a file) and the text holding it."""
+
+    source: str | None
+    text: str | None
 
 
 class PolicySet:
@@ -22,15 +29,37 @@ class PolicySet:
     links are). Ids are unique. Derived forms (the compiled decision index) are cached on the
     instance, which is safe because it never changes: :meth:`link` and :meth:`merge` return new
     sets.
+
+    Policy ids: a set parsed from one text (:meth:`from_str`, :meth:`from_file`) numbers its
+    policies ``policy0``, ``policy1``, ... as Cedar does. A set read from several files or a
+    directory (:meth:`from_files`, :meth:`from_dir`), or merged from such sets
+    (:meth:`merge`), qualifies those positional ids with the file they come from:
+    ``exec-commands.cedar:policy3``, so ids stay unique and do not change when another file
+    changes. With ``id_annotations=True`` a policy's non-empty ``@id("...")`` annotation is its
+    id instead (unqualified: such ids must be unique across all files).
     """
 
-    __slots__ = ("__weakref__", "_cache", "_loaded", "_lock", "_pending", "source")
+    __slots__ = (
+        "__weakref__",
+        "_cache",
+        "_loaded",
+        "_lock",
+        "_origins",
+        "_pending",
+        "_positional",
+        "source",
+    )
 
     def __init__(self, policies: Iterable[Policy] = (), *, source: str | None = None) -> None:
         self.source = source
         self._cache: dict[str, Any] = {}
         self._pending: tuple[str, bool] | None = None
         self._lock = threading.Lock()
+        # Ids the parser assigned (`policy0`...): the ones `merge` qualifies with the source
+        # (None: every policy and template of a set parsed from text).
+        self._positional: frozenset[str] | None = frozenset()
+        # Per-policy origin, for sets combined from several sources (None: all from `source`).
+        self._origins: Mapping[str, PolicyOrigin] | None = None
         self._loaded = self._index(tuple(policies))
 
     def _index(
@@ -52,6 +81,7 @@ class PolicySet:
         ps = cls(source=source)
         ps._pending = (text, strict)
         ps._cache["text"] = text
+        ps._positional = None
         return ps
 
     @property
@@ -76,16 +106,30 @@ class PolicySet:
     # -- construction -----------------------------------------------------------------------
 
     @classmethod
-    def from_str(cls, text: str, source: str | None = None, *, strict: bool = False) -> PolicySet:
+    def from_str(
+        cls,
+        text: str,
+        source: str | None = None,
+        *,
+        strict: bool = False,
+        id_annotations: bool = False,
+    ) -> PolicySet:
         """Parse Cedar policy text. Ids are ``policy0``, ``policy1``, ... by position.
 
         ``strict=True`` rejects cedarlite's dialect extras (``startsWith``/``endsWith``).
-        Raises :class:`~cedarlite.ParseError`.
+        ``id_annotations=True`` names each policy with a non-empty ``@id("...")`` by it.
+        Raises :class:`~cedarlite.ParseError` (and :class:`~cedarlite.PolicySetError` for two
+        policies with the same ``@id``).
         """
         from ._shapes import parse_fast
 
-        ps = cls(parse_fast(text, source, strict=strict), source=source)
+        policies = parse_fast(text, source, strict=strict)
+        positional = None
+        if id_annotations:
+            policies, positional = _named_by_annotation(policies, source, text)
+        ps = cls(policies, source=source)
         ps._cache["text"] = text
+        ps._positional = positional
         return ps
 
     @classmethod
@@ -95,6 +139,7 @@ class PolicySet:
         *,
         strict: bool = False,
         cache_dir: str | os.PathLike[str] | None = None,
+        id_annotations: bool = False,
     ) -> PolicySet:
         """Parse a ``.cedar`` file (errors name the file).
 
@@ -104,16 +149,79 @@ class PolicySet:
         private as your code, like ``__pycache__``.
         """
         name = os.fspath(path)
-        try:
-            with open(name, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError) as err:
-            raise PolicySetError(f"cannot read policy file: {err}", source=name) from None
-        if cache_dir is None:
-            return cls.from_str(text, name, strict=strict)
+        text = _read_policy_file(name)
+        if cache_dir is None or id_annotations:
+            return cls.from_str(text, name, strict=strict, id_annotations=id_annotations)
         from .compiler.cache import load_cached
 
         return load_cached(text, name, strict, os.fspath(cache_dir))
+
+    @classmethod
+    def from_files(
+        cls,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        strict: bool = False,
+        id_annotations: bool = False,
+    ) -> PolicySet:
+        """Parse several ``.cedar`` files, or directories of them, into one set, in order.
+
+        Positional ids are qualified with the file: its path as given, or for a file found in
+        a directory, its path relative to that directory (``exec/commands.cedar:policy0``; see
+        the class docs). Errors name the file, line and column they are in. Merging
+        :meth:`from_file` of each file gives the same set.
+        """
+        parts: list[tuple[str, PolicySet]] = []
+        for path in (os.fspath(p) for p in paths):
+            files = _policy_files(path) if os.path.isdir(path) else [(path, path)]
+            for label, name in files:
+                ps = cls.from_file(name, strict=strict, id_annotations=id_annotations)
+                parts.append((label, ps))
+        if not parts:
+            raise PolicySetError("no policy files given")
+        return _combine(parts)
+
+    @classmethod
+    def from_dir(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        strict: bool = False,
+        id_annotations: bool = False,
+    ) -> PolicySet:
+        """Parse every ``*.cedar`` file under ``directory`` (subdirectories included, hidden
+        ones and symbolic links to directories not), sorted by path.
+
+        Positional ids are qualified with the file's path relative to ``directory``, written
+        with ``/``: ``exec/commands.cedar:policy0``. A directory without policy files is an
+        error (an empty set would deny everything without saying why).
+        """
+        root = os.fspath(directory)
+        if not os.path.isdir(root):
+            raise PolicySetError(f"`{root}` is not a directory", source=root)
+        return cls.from_files([root], strict=strict, id_annotations=id_annotations)
+
+    @classmethod
+    def from_json(cls, data: Any, source: str | None = None, *, strict: bool = False) -> PolicySet:
+        """Read Cedar's JSON policy format (EST): a policy set object ``{"staticPolicies",
+        "templates", "templateLinks"}`` or a single policy object, as JSON text or decoded.
+
+        Policy ids are the JSON object keys (a single policy is ``policy0``). Raises
+        :class:`~cedarlite.ParseError` naming the JSON path (and line and column, for text).
+        """
+        from .est import policy_set_from_json
+
+        return policy_set_from_json(data, source, strict=strict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Cedar's JSON policy format (EST) of the set, as Rust's ``PolicySet::to_json`` writes
+        it: ``{"templates", "staticPolicies", "templateLinks"}`` (``json.dumps`` it to save)."""
+        from .est import policy_set_to_json
+
+        try:
+            return policy_set_to_json(self)
+        except RecursionError:
+            raise PolicySetError("a policy is nested too deeply to write as JSON") from None
 
     # -- access --------------------------------------------------------------------------------
 
@@ -140,20 +248,29 @@ class PolicySet:
         """The Cedar text the set was parsed from (None for sets built from policies)."""
         return self._cache.get("text")
 
+    def origin(self, policy_id: str) -> PolicyOrigin:
+        """The source name and text a policy was read from (``(None, None)`` when unknown);
+        spans of the policy refer to that text."""
+        origins = self._origins
+        if origins is not None:
+            found = origins.get(policy_id)
+            return found if found is not None else PolicyOrigin(None, None)
+        return PolicyOrigin(self.source, self.text)
+
     def spanned(self, policy_id: str) -> Policy:
         """The policy with spans on every node (large sets are parsed without inner spans).
 
         Re-parses the policy's own text when needed; the spans' lines and columns refer to the
-        text the set was parsed from.
+        text it was read from (:meth:`origin`).
         """
         policy = self[policy_id]
-        text = self.text
+        source, text = self.origin(policy_id)
         if text is None or policy.span is None or policy.template_id is not None:
             return policy
         start = policy.span.start
         # Pad so that lines and columns come out as in the original text.
         padded = "\n" * (policy.span.line - 1) + " " * (policy.span.column - 1)
-        (reparsed,) = parse_policies(padded + text[start : policy.span.end], self.source)
+        (reparsed,) = parse_policies(padded + text[start : policy.span.end], source)
         return replace(reparsed, id=policy.id)
 
     def __iter__(self) -> Iterator[Policy]:
@@ -252,20 +369,131 @@ class PolicySet:
             template_id=template_id,
             links=links,
         )
-        return PolicySet((*self._policies, linked), source=self.source)
+        out = PolicySet((*self._policies, linked), source=self.source)
+        out._positional = self._positional
+        if self._origins is not None:
+            out._origins = MappingProxyType({**self._origins, new_id: self.origin(template_id)})
+        else:
+            out._cache["text"] = self.text
+        return out
 
     def merge(self, *others: PolicySet) -> PolicySet:
-        """A new set with the policies of ``others`` appended (ids must stay unique)."""
-        policies = list(self._policies)
-        for other in others:
-            policies.extend(other)
-        return PolicySet(policies, source=self.source)
+        """A new set with the policies of ``self`` and ``others``, in order.
+
+        The positional ids (``policy0``...) of each set read from a named source are qualified
+        with it, ``a.cedar:policy0``, as :meth:`from_files` does; other ids are kept. Raises
+        :class:`~cedarlite.PolicySetError` if ids still collide (sets parsed without a source
+        name: give one, ``PolicySet.from_str(text, source="name")``).
+        """
+        return _combine([(ps.source, ps) for ps in (self, *others)])
 
     def to_cedar(self) -> str:
         """Canonical Cedar text of the whole set (templates included, links not)."""
         from .printer import print_policies
 
         return print_policies(p for p in self._policies if p.template_id is None)
+
+
+def _read_policy_file(name: str) -> str:
+    try:
+        with open(name, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise PolicySetError(f"cannot read policy file: {err}", source=name) from None
+
+
+def _policy_files(directory: str) -> list[tuple[str, str]]:
+    """The ``*.cedar`` files under ``directory`` as ``(path relative to it with "/", path)``,
+    sorted; hidden directories and symbolic links to directories are not entered."""
+    if not os.path.isdir(directory):
+        raise PolicySetError(f"`{directory}` is not a directory", source=directory)
+    found: list[tuple[str, str]] = []
+    for here, dirs, files in os.walk(directory, onerror=_walk_error):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if name.endswith(".cedar") and not name.startswith("."):
+                path = os.path.join(here, name)
+                rel = os.path.relpath(path, directory).replace(os.sep, "/")
+                found.append((rel, path))
+    if not found:
+        raise PolicySetError(
+            f"no `*.cedar` policy files in directory `{directory}`", source=directory
+        )
+    return sorted(found)
+
+
+def _walk_error(err: OSError) -> None:
+    raise PolicySetError(f"cannot read policy directory: {err}", source=err.filename) from None
+
+
+def _named_by_annotation(
+    policies: Sequence[Policy], source: str | None, text: str | None
+) -> tuple[list[Policy], frozenset[str]]:
+    """Policies renamed by their non-empty ``@id`` annotations, and the ids left positional."""
+    out: list[Policy] = []
+    positional: set[str] = set()
+    seen: dict[str, Policy] = {}
+    for p in policies:
+        chosen = p.annotations.get("id")
+        if chosen:
+            p = replace(p, id=chosen)
+        else:
+            positional.add(p.id)
+        first = seen.get(p.id)
+        if first is not None:
+            raise _duplicate(p, source, text, PolicyOrigin(source, text), first)
+        seen[p.id] = p
+        out.append(p)
+    return out, frozenset(positional)
+
+
+def _duplicate(
+    policy: Policy, source: str | None, text: str | None, first_origin: PolicyOrigin, first: Policy
+) -> PolicySetError:
+    where = first_origin.source or "<input>"
+    if first.span is not None:
+        where += f":{first.span.line}:{first.span.column}"
+    return PolicySetError(
+        f"duplicate policy id `{policy.id}`",
+        span=policy.span,
+        text=text,
+        source=source,
+        help=f"the first policy with this id is at {where}",
+    )
+
+
+def _combine(parts: Sequence[tuple[str | None, PolicySet]]) -> PolicySet:
+    """One set from several, each ``(label, set)``: positional ids of labelled sets become
+    ``label:id`` (template links follow their template); every policy keeps its origin."""
+    policies: list[Policy] = []
+    origins: dict[str, PolicyOrigin] = {}
+    firsts: dict[str, Policy] = {}
+    for label, ps in parts:
+        positional = ps._positional
+        renamed: dict[str, str] = {}
+        for p in ps:
+            origin = ps.origin(p.id)
+            if (
+                label is not None
+                and p.template_id is None
+                and (positional is None or p.id in positional)
+            ):
+                renamed[p.id] = f"{label}:{p.id}"
+            new_id = renamed.get(p.id, p.id)
+            template_id = p.template_id
+            if template_id is not None:
+                template_id = renamed.get(template_id, template_id)
+            if new_id != p.id or template_id != p.template_id:
+                p = replace(p, id=new_id, template_id=template_id)
+            first = firsts.get(p.id)
+            if first is not None:
+                raise _duplicate(p, origin.source, origin.text, origins[p.id], first)
+            firsts[p.id] = p
+            origins[p.id] = origin
+            policies.append(p)
+    out = PolicySet(policies)
+    out._origins = MappingProxyType(origins)
+    return out
 
 
 def _as_uid(value: Any, slot: str) -> EntityUID:

@@ -257,6 +257,37 @@ def to_cedar(value: Any) -> str:
     raise TypeError(f"not a Cedar value: {value!r}")
 
 
+def display(value: Any) -> str:
+    """A value as Cedar's CLI prints an evaluation result: Cedar syntax, with the elements of a
+    set in Cedar's value order and record keys sorted (so the text is deterministic)."""
+    cls = value.__class__
+    if cls is CedarSet:
+        return "[" + ", ".join(display(v) for v in sorted(value, key=_display_order)) + "]"
+    if cls is Record:
+        items = sorted(value.items())
+        return "{" + ", ".join(f"{quote_string(k)}: {display(v)}" for k, v in items) + "}"
+    return to_cedar(value)
+
+
+def _display_order(value: Any) -> tuple[Any, ...]:
+    """Rust's order of evaluation results: by kind (bool, long, string, entity, set, record,
+    extension), then by value."""
+    cls = value.__class__
+    if cls is bool:
+        return (0, value)
+    if cls is int:
+        return (1, value)
+    if cls is str:
+        return (2, value)
+    if cls is EntityUID:
+        return (3, value.type, value.id)
+    if cls is CedarSet:
+        return (4, sorted(_display_order(v) for v in value))
+    if cls is Record:
+        return (5, sorted((k, _display_order(v)) for k, v in value.items()))
+    return (6, to_cedar(value))
+
+
 def to_json_value(value: Any) -> Any:
     """The Cedar JSON form of a value (entities as ``__entity``, extensions as ``__extn``)."""
     cls = value.__class__

@@ -553,8 +553,10 @@ def test_rules_from_paths_policysets_and_text(tmp_path):
         'when { resource.command like "dd *" };'
     )
     guard = make(rules=[a, str(b)])
-    assert guard.before_tool_call("exec", {"command": "rm x"}, CALL).policies == ("policy0",)
-    assert guard.before_tool_call("exec", {"command": "dd x"}, CALL).policies == ("policy1",)
+    # Policies without @id are named by their file (PolicySet.merge's qualified ids).
+    rm = guard.before_tool_call("exec", {"command": "rm x"}, CALL)
+    assert rm.policies == (f"{a}:policy0",)
+    assert guard.before_tool_call("exec", {"command": "dd x"}, CALL).policies == (f"{b}:policy0",)
     guard = make(rules=PolicySet.from_str(RULES))
     assert guard.before_tool_call("exec", {"command": "sudo x"}, CALL).policies == ("exec.sudo",)
     with pytest.raises(GuardError, match="rules must be"):

@@ -1077,24 +1077,20 @@ def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Po
     each with the source it came from, validated against the catalog when ``validate``."""
     if rules is None:
         return []
-    if isinstance(rules, PolicySet | str):
-        ps = policy.load_rules(rules, validate=validate)
-        return [(p, ps.source) for p in ps.active]
     if isinstance(rules, os.PathLike):
         rules = [rules]
-    if isinstance(rules, bytes) or not isinstance(rules, Iterable):
-        raise GuardError(
-            f"rules must be a PolicySet, Cedar text or a list of .cedar paths, not "
-            f"`{type(rules).__name__}`"
-        )
-    out: list[tuple[Policy, str | None]] = []
-    for path in rules:
-        if not isinstance(path, str | os.PathLike):
-            raise GuardError(f"a rules path must be a string, not `{type(path).__name__}`")
-        ps = policy.load_rules([path], validate=validate)
-        out += [(p, os.fspath(path)) for p in ps.active]
-    # Policies of several files are numbered as one file would be (ids stay unique).
-    return [(replace(p, id=f"policy{i}"), src) for i, (p, src) in enumerate(out)]
+    elif not isinstance(rules, PolicySet | str):
+        if isinstance(rules, bytes) or not isinstance(rules, Iterable):
+            raise GuardError(
+                f"rules must be a PolicySet, Cedar text or a list of .cedar paths, not "
+                f"`{type(rules).__name__}`"
+            )
+        rules = list(rules)
+        for path in rules:
+            if not isinstance(path, str | os.PathLike):
+                raise GuardError(f"a rules path must be a string, not `{type(path).__name__}`")
+    ps = policy.load_rules(rules, validate=validate)
+    return [(p, ps.origin(p.id).source) for p in ps.active]
 
 
 def _config_value(config: Any) -> Any:

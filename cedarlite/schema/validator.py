@@ -169,12 +169,12 @@ class Validator:
         """Validate every policy, template and template link of ``policies``."""
         errors: list[ValidationIssue] = []
         warnings: list[ValidationIssue] = []
-        text = policies.text
         for policy in policies:
+            source, text = policies.origin(policy.id)  # a set may come from several files
             found, notes = self.check(policy)
             if found and text is not None and any(f.span is None for f in found):
                 found, notes = self.check(policies.spanned(policy.id))  # re-parsed with spans
-            where = (policy.id, policies.label(policy.id), text, policies.source)
+            where = (policy.id, policies.label(policy.id), text, source)
             errors += _issues(where, found, "error")
             warnings += _issues(where, notes, "warning")
         return ValidationResult(tuple(errors), tuple(warnings))

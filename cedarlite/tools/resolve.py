@@ -579,7 +579,7 @@ class ToolPolicy:
         """Argument rules for :meth:`authorize_call`, checked against this catalog's schema.
 
         ``rules`` is a :class:`~cedarlite.PolicySet`, Cedar text, or ``.cedar`` paths (several
-        files are merged: each keeps its policies' ids, prefixed with the file's path). Each
+        files are merged as :meth:`PolicySet.merge` does: ids qualified with the file). Each
         file is validated with :meth:`validate_rules`; any error raises
         :class:`~cedarlite.ValidationError` whose ``str()`` renders every issue with
         ``file:line:column`` and a caret (Cedar skips a policy that errors at run time, so a
@@ -600,14 +600,9 @@ class ToolPolicy:
             if issues:
                 raise RulesError(issues)
             warnings = [w for r in results for w in r.warnings]
-        if len(sets) == 1:
-            policies: list[Policy] = list(sets[0])
-            source = sets[0].source
-        else:
-            policies = [replace(p, id=f"{ps.source}:{p.id}") for ps in sets for p in ps]
-            source = None
+        merged = sets[0] if len(sets) == 1 else sets[0].merge(*sets[1:])
         checked = self.catalog.fingerprint if validate else _UNCHECKED
-        return RuleSet(policies, source, checked, tuple(warnings))
+        return RuleSet.of(merged, checked, tuple(warnings))
 
     def validate_rules(self, rules: PolicySet | str) -> ValidationResult:
         """Cedar's strict validation of argument rules against :attr:`schema`, for a guard.
@@ -707,6 +702,15 @@ class RuleSet(PolicySet):
         super().__init__(policies, source=source)
         self.checked = checked
         self.warnings = warnings
+
+    @classmethod
+    def of(
+        cls, policies: PolicySet, checked: str, warnings: tuple[ValidationIssue, ...] = ()
+    ) -> RuleSet:
+        """``policies`` as a rule set, each policy keeping the file and text it came from."""
+        rules = cls(policies, policies.source, checked, warnings)
+        rules._origins = {p.id: policies.origin(p.id) for p in policies}
+        return rules
 
 
 class RulesError(ValidationError):
