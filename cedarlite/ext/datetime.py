@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from ..values import I64_MAX, I64_MIN
-from . import ExtensionValue, ExtFunction, expect, expect_string, extension_error, extn_json
+from ._base import ExtensionValue, ExtFunction, expect, expect_string, extension_error, extn_json
 
 MS_PER_SECOND = 1000
 MS_PER_MINUTE = 60 * MS_PER_SECOND
