@@ -10,6 +10,7 @@ assert resp.decision is cedarlite.Decision.ALLOW
 ```
 """
 
+from ._version import __version__ as __version__
 from .ast import Effect
 from .authorizer import Decision, PolicyError, Response, is_authorized
 from .compiler import is_authorized_batch
@@ -29,8 +30,6 @@ from .policyset import PolicySet
 from .schema import Schema
 from .schema.validator import ValidationIssue, ValidationResult, validate
 from .values import CedarSet, EntityUID, Record
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CedarSet",

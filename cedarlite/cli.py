@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from .authorizer import is_authorized
 from .entities import Entities, load_json
 from .errors import CedarliteError

@@ -13,6 +13,7 @@ import pickle
 import tempfile
 from typing import TYPE_CHECKING
 
+from .._version import __version__
 from . import FORMAT_VERSION, CompiledPolicySet, compiled
 
 if TYPE_CHECKING:
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
 
 def cache_key(text: str, strict: bool) -> str:
     """The cache entry name for ``text`` parsed in the given mode by this cedarlite."""
-    from .. import __version__
-
     h = hashlib.sha256()
     h.update(f"cedarlite {__version__} format {FORMAT_VERSION} strict={strict}\0".encode())
     h.update(text.encode("utf-8", "surrogatepass"))
