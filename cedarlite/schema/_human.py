@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from lark import Lark, Transformer
 
@@ -19,7 +19,7 @@ from ..ast import RESERVED
 from ..errors import SchemaError
 from ..source import BadEscape, Span, decode_literal
 from ..values import EntityUID, quote_string
-from .model import (
+from .defs import (
     BUILTIN_TYPES,
     ActionDef,
     EntityTypeDef,
@@ -34,11 +34,13 @@ from .model import (
     RawRecord,
     RawRef,
     RawSet,
-    Schema,
     Where,
     namespace_of,
 )
 from .types import annotation_text, frozen_map, type_text
+
+if TYPE_CHECKING:
+    from .model import Schema
 
 # ---------------------------------------------------------------------------------------------
 # The grammar and its lexer

@@ -18,7 +18,8 @@ from ..errors import EntitiesError, EvaluationError, RequestError
 from ..evaluator import Request
 from ..ext import CONSTRUCTORS
 from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
-from .model import Schema, did_you_mean
+from .defs import did_you_mean
+from .model import Schema
 from .types import (
     BoolType,
     CedarType,

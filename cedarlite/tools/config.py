@@ -29,7 +29,7 @@ from pydantic import (
 
 from ..entities import load_json
 from ..errors import CedarliteError
-from ..schema.model import json_path_text
+from ..schema.defs import json_path_text
 from ..values import I64_MAX
 
 
