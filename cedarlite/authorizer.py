@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from .ast import Effect, Policy, is_valid_type_name
-from .entities import Entities, JSONValueError, uid_from_json, value_from_json
-from .errors import CedarliteError, EvaluationError, RequestError
-from .evaluator import Evaluator, Request
-from .parser import parse_entity_uid
-from .values import EMPTY_RECORD, EntityUID, Record
+from .ast import Effect, Policy
+from .entities import Entities
+from .errors import EvaluationError
+from .evaluator import Evaluator
+from .request import Request, make_request
 
 if TYPE_CHECKING:
     from .policyset import PolicySet
@@ -95,87 +94,6 @@ def evaluate_policies(policies: Iterable[Policy], request: Request, entities: En
         except EvaluationError as err:
             errors.append(PolicyError(p.id, err.message))
     return decide(satisfied, errors)
-
-
-# ---------------------------------------------------------------------------------------------
-# Requests
-
-
-def _uid(value: Any, field: str) -> EntityUID:
-    cls = value.__class__
-    if cls is EntityUID:
-        return value
-    if cls is dict and len(value) == 2:  # the common `{"type", "id"}`, checked inline
-        type_name, id_ = value.get("type"), value.get("id")
-        if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
-            return EntityUID(type_name, id_)
-    if isinstance(value, str):
-        try:
-            return parse_entity_uid(value)
-        except CedarliteError as err:
-            raise RequestError(f"request {field}: {err.message}") from None
-    return uid_from_json(value, f"request {field}", RequestError)
-
-
-def make_request(
-    request: Request | Mapping[str, Any],
-    *,
-    schema: Schema | None = None,
-    validate: bool = True,
-) -> Request:
-    """A :class:`Request` from a ``Request`` or a cedarpy-style dict.
-
-    ``principal``/``action``/``resource`` are ``EntityUID``s, ``{"type", "id"}`` dicts or
-    ``'Type::"id"'`` strings; ``context`` is a dict of Cedar JSON values (or a ``Record``).
-    With a ``schema``, the context is parsed by the action's context type and, when
-    ``validate``, the request is checked against the action's ``appliesTo``.
-    """
-    if request.__class__ is Request:
-        req: Request = request
-        if (
-            req.context.__class__ is Record
-            and req.principal.__class__ is EntityUID
-            and req.action.__class__ is EntityUID
-            and req.resource.__class__ is EntityUID
-        ):
-            if schema is None:
-                return req
-            from .schema.conform import conform_request
-
-            return conform_request(req, None, schema, validate=validate)
-        # A hand-built Request with plain Python fields: read it like a request dict.
-        request = req._asdict()
-    if request.__class__ is not dict:
-        if not isinstance(request, Mapping):
-            raise RequestError(f"request must be a mapping, not {type(request).__name__}")
-        request = dict(request)
-    get = request.get
-    principal, action, resource = get("principal"), get("action"), get("resource")
-    if principal is None or action is None or resource is None:
-        missing = [k for k in ("principal", "action", "resource") if get(k) is None]
-        raise RequestError(f"request is missing `{'`, `'.join(missing)}`")
-    uids = (_uid(principal, "principal"), _uid(action, "action"), _uid(resource, "resource"))
-    context_json = get("context")
-    if context_json is not None and context_json.__class__ is not dict:
-        if isinstance(context_json, str):
-            from .entities import load_json
-
-            context_json = load_json(context_json, "request context", RequestError)
-        if not isinstance(context_json, Mapping):
-            raise RequestError("request context must be a JSON object")
-        context_json = dict(context_json)
-    if schema is not None:
-        from .schema.conform import conform_request
-
-        req = Request(*uids, EMPTY_RECORD)
-        return conform_request(req, context_json or {}, schema, validate=validate)
-    if not context_json:
-        return Request(*uids, EMPTY_RECORD)
-    try:
-        context = value_from_json(context_json, "context")
-    except JSONValueError as err:
-        raise RequestError(f"request {err.message}") from None
-    return Request(*uids, context)
 
 
 def coerce_inputs(

@@ -6,7 +6,7 @@ Semantics follow Cedar's formal model: strict left-to-right evaluation, with ``&
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import _ops as ops
 from .ast import (
@@ -38,21 +38,8 @@ from .ast import (
 )
 from .errors import EvaluationError
 from .ext import FUNCTIONS, METHODS
+from .request import Request
 from .values import CedarSet, EntityUID, Record
-
-
-class Request(NamedTuple):
-    """An authorization request: who (principal) does what (action) to what (resource).
-
-    ``context`` is a :class:`~cedarlite.values.Record`. (A named tuple: cheap to build and to
-    hash, which the decision cache does for every request.)
-    """
-
-    principal: EntityUID
-    action: EntityUID
-    resource: EntityUID
-    context: Record
-
 
 _BINARY = {
     BinOp.EQ: ops.eq,

@@ -11,7 +11,8 @@ from typing import Any
 
 from .ast import Policy, Scope, ScopeOp, SlotId
 from .errors import CedarliteError, PolicySetError
-from .parser import parse_entity_uid, parse_policies
+from .parser import parse_policies
+from .request import parse_entity_uid
 from .values import EntityUID
 
 

@@ -76,7 +76,7 @@ def test_pickled_compiled_form_decides_the_same(sc):
     index = compiled(sc.policy_set)
     clone = pickle.loads(pickle.dumps(index))
     ents = cedarlite.Entities.from_json(sc.entities)
-    req = cedarlite.authorizer.make_request(sc.request)
+    req = cedarlite.request.make_request(sc.request)
     assert clone.authorize(req, ents, cache=False) == index.authorize(req, ents, cache=False)
 
 
@@ -88,7 +88,7 @@ def test_index_only_evaluates_matching_scopes():
     )
     ps = cedarlite.PolicySet.from_str(text)
     index = compiled(ps)
-    req = cedarlite.authorizer.make_request(
+    req = cedarlite.request.make_request(
         {
             "principal": 'User::"u7"',
             "action": 'Action::"read"',

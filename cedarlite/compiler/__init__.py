@@ -23,7 +23,7 @@ from ..ast import Effect, Policy
 from ..authorizer import Decision, PolicyError, Response, make_request
 from ..entities import Entities
 from ..errors import EvaluationError
-from ..evaluator import Request
+from ..request import Request
 from .codegen import CondFn, build_condition, condition_source
 from .index import VarIndex, iter_bits, make_mask
 

@@ -49,8 +49,9 @@ from ..ast import (
     Variable,
 )
 from ..errors import EvaluationError
-from ..evaluator import Evaluator, Request
+from ..evaluator import Evaluator
 from ..ext import FUNCTIONS, METHODS
+from ..request import Request
 from ..values import I64_MAX, I64_MIN, CedarSet, EntityUID, Record
 
 CondFn = Callable[[EntityUID, EntityUID, EntityUID, Record, Any], bool]

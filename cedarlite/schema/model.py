@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from ..entities import Entity
 from ..errors import SchemaError
+from ..request import Request
 from ..values import EntityUID
+from . import conform
 from .defs import (
     BUILTIN_TYPES,
     RESERVED_COMMON_TYPE_NAMES,
@@ -170,6 +173,34 @@ class Schema:
         from ._human import schema_to_cedarschema
 
         return schema_to_cedarschema(self)
+
+    # -- reading entity JSON and requests by their declared types (see :mod:`.conform`) -------
+
+    def conform_entity(
+        self, uid: EntityUID, item: Mapping[str, Any], parents: frozenset[EntityUID]
+    ) -> Entity:
+        """The entity of JSON ``item`` (``uid`` and ``parents`` already read) checked against its
+        declaration, attribute and tag values read by their declared types.
+
+        Used by :meth:`Entities.from_json(..., schema=...) <cedarlite.Entities.from_json>`;
+        raises :class:`~cedarlite.EntitiesError`.
+        """
+        return conform.conform_entity(uid, item, parents, self)
+
+    def action_entities(self) -> list[Entity]:
+        """The declared actions as entities, their parents being their action groups."""
+        return conform.action_entities(self)
+
+    def conform_request(
+        self, request: Request, context: Mapping[str, Any] | None = None, *, validate: bool = True
+    ) -> Request:
+        """``request`` with ``context`` (JSON) read by the action's context type (``None``: keep
+        the request's own context), checked against the action's ``appliesTo`` if ``validate``.
+
+        Used by :func:`cedarlite.is_authorized` with a ``schema``; raises
+        :class:`~cedarlite.RequestError`.
+        """
+        return conform.conform_request(request, context, self, validate=validate)
 
     # -- derived relations, computed once ------------------------------------------------------
 

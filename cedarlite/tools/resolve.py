@@ -28,8 +28,9 @@ from ..compiler import is_authorized_batch
 from ..compiler.codegen import compile_predicate
 from ..entities import Entities
 from ..errors import CedarliteError
-from ..evaluator import Evaluator, Request
+from ..evaluator import Evaluator
 from ..policyset import PolicySet
+from ..request import Request
 from ..values import I64_MAX, I64_MIN, EntityUID, Record
 from .catalog import (
     CORE_GROUPS,
