@@ -12,8 +12,7 @@ assert resp.decision is cedarlite.Decision.ALLOW
 
 from ._version import __version__ as __version__
 from .ast import Effect
-from .authorizer import Decision, PolicyError, Response, is_authorized
-from .compiler import is_authorized_batch
+from .authorizer import is_authorized, is_authorized_batch
 from .entities import Entities, Entity, EntityProvider
 from .errors import (
     CedarliteError,
@@ -25,8 +24,9 @@ from .errors import (
     SchemaError,
     ValidationError,
 )
-from .evaluator import Request
 from .policyset import PolicySet
+from .request import Request
+from .response import Decision, PolicyError, Response
 from .schema import Schema
 from .schema.validator import ValidationIssue, ValidationResult, validate
 from .values import CedarSet, EntityUID, Record

@@ -1,85 +1,28 @@
-"""Authorization: deny-overrides over the policies that apply, with reasons and errors.
+"""Authorization: one entry point over both engines, above both.
 
-A decision is a :class:`Response` record, never a bare bool. It fails closed: no satisfied
-permit (an empty policy set included) means Deny; a policy that errors is skipped and
-reported, whatever its effect.
+:func:`is_authorized` and :func:`is_authorized_batch` read the inputs (policy text, entity JSON,
+request dicts), then decide with the compiled decision index (:mod:`cedarlite.compiler`, the
+default) or with the reference interpreter (:func:`evaluate_policies`, which the compiled
+engine is checked against). Either way the answer is a :class:`~cedarlite.response.Response`
+made by deny-overrides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from .ast import Effect, Policy
+from .ast import Policy
+from .compiler import compiled
 from .entities import Entities
 from .errors import EvaluationError
 from .evaluator import Evaluator
+from .policyset import PolicySet
 from .request import Request, make_request
+from .response import PolicyError, Response, decide
 
 if TYPE_CHECKING:
-    from .policyset import PolicySet
     from .schema.model import Schema
-
-
-class Decision(Enum):
-    """The answer to a request."""
-
-    ALLOW = "Allow"
-    DENY = "Deny"
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyError:
-    """A policy that failed to evaluate for a request (and was therefore skipped)."""
-
-    policy_id: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"error while evaluating policy `{self.policy_id}`: {self.message}"
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    """The decision with the determining policies (``reasons``) and the policies that errored.
-
-    On Allow, ``reasons`` are the satisfied permits; on Deny, the satisfied forbids (empty when
-    the deny is only due to no permit applying).
-    """
-
-    decision: Decision
-    reasons: tuple[str, ...] = ()
-    errors: tuple[PolicyError, ...] = ()
-
-    @property
-    def allowed(self) -> bool:
-        """``decision is Decision.ALLOW``."""
-        return self.decision is Decision.ALLOW
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"decision", "diagnostics": {"reason", "errors"}}`` as Cedar's CLI prints it."""
-        return {
-            "decision": self.decision.value,
-            "diagnostics": {
-                "reason": list(self.reasons),
-                "errors": [{"policyId": e.policy_id, "error": e.message} for e in self.errors],
-            },
-        }
-
-
-def decide(satisfied: Iterable[Policy], errors: Iterable[PolicyError] = ()) -> Response:
-    """Deny-overrides: Allow iff some permit is satisfied and no forbid is."""
-    permits: list[str] = []
-    forbids: list[str] = []
-    for p in satisfied:
-        (permits if p.effect is Effect.PERMIT else forbids).append(p.id)
-    if forbids:
-        return Response(Decision.DENY, tuple(forbids), tuple(errors))
-    if permits:
-        return Response(Decision.ALLOW, tuple(permits), tuple(errors))
-    return Response(Decision.DENY, (), tuple(errors))
 
 
 def evaluate_policies(policies: Iterable[Policy], request: Request, entities: Entities) -> Response:
@@ -96,20 +39,27 @@ def evaluate_policies(policies: Iterable[Policy], request: Request, entities: En
     return decide(satisfied, errors)
 
 
+ENGINES = ("compiled", "reference")
+"""The engines :func:`is_authorized` can decide with (they always agree)."""
+
+
 def coerce_inputs(
     policies: PolicySet | str,
     entities: Entities | list[Any] | str | None,
     schema: Schema | None = None,
 ) -> tuple[PolicySet, Entities]:
     """A ``PolicySet`` and an ``Entities`` from any of the accepted input forms."""
-    from .policyset import PolicySet
-
     ps = policies if isinstance(policies, PolicySet) else PolicySet.from_str(policies)
     if isinstance(entities, Entities):
         return ps, entities
     if entities is None:
         return ps, Entities()
     return ps, Entities.from_json(entities, schema=schema)
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine `{engine}`; expected `compiled` or `reference`")
 
 
 def is_authorized(
@@ -135,12 +85,31 @@ def is_authorized(
     Bad input raises a :class:`~cedarlite.CedarliteError`; evaluation errors never do (they
     are reported in :attr:`Response.errors`).
     """
+    _check_engine(engine)
     ps, ents = coerce_inputs(policies, entities, schema)
     req = make_request(request, schema=schema, validate=validate)
     if engine == "reference":
         return evaluate_policies(ps.active, req, ents)
-    if engine == "compiled":
-        from .compiler import compiled
+    return compiled(ps).authorize(req, ents, cache=cache)
 
-        return compiled(ps).authorize(req, ents, cache=cache)
-    raise ValueError(f"unknown engine `{engine}`; expected `compiled` or `reference`")
+
+def is_authorized_batch(
+    requests: Iterable[Request | Mapping[str, Any]],
+    policies: PolicySet | str,
+    entities: Entities | list[Any] | str | None = None,
+    *,
+    schema: Schema | None = None,
+    cache: bool = False,
+    engine: str = "compiled",
+) -> list[Response]:
+    """Decide many requests against one policy set and entity store (each parsed once).
+
+    ``cache`` and ``engine`` as in :func:`is_authorized`.
+    """
+    _check_engine(engine)
+    ps, ents = coerce_inputs(policies, entities, schema)
+    reqs = [make_request(r, schema=schema) for r in requests]
+    if engine == "reference":
+        return [evaluate_policies(ps.active, r, ents) for r in reqs]
+    index = compiled(ps)
+    return [index.authorize(r, ents, cache=cache) for r in reqs]

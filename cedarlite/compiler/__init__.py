@@ -14,22 +14,21 @@ reusing it across processes.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cachetools import LRUCache
 
 from ..ast import Effect, Policy
-from ..authorizer import Decision, PolicyError, Response, make_request
 from ..entities import Entities
 from ..errors import EvaluationError
 from ..request import Request
+from ..response import Decision, PolicyError, Response
 from .codegen import CondFn, build_condition, condition_source
 from .index import VarIndex, iter_bits, make_mask
 
 if TYPE_CHECKING:
     from ..policyset import PolicySet
-    from ..schema.model import Schema
 
 _NO_ANCESTORS: frozenset[Any] = frozenset()
 _DENY = Response(Decision.DENY)
@@ -160,7 +159,7 @@ class CompiledPolicySet:
                     errors.append(
                         PolicyError(ids[i], "expression is nested too deeply to evaluate")
                     )
-        # INVARIANT: this is authorizer.decide (deny-overrides) on bitsets; reasons come out
+        # INVARIANT: this is response.decide (deny-overrides) on bitsets; reasons come out
         # in policy order either way, and the property tests hold the two equal.
         forbids = satisfied & self.forbid_mask
         if forbids:
@@ -181,28 +180,3 @@ def compiled(policies: PolicySet) -> CompiledPolicySet:
         cached = CompiledPolicySet(policies.active)
         policies._cache["compiled"] = cached
     return cached
-
-
-def is_authorized_batch(
-    requests: Iterable[Request | Mapping[str, Any]],
-    policies: PolicySet | str,
-    entities: Entities | list[Any] | str | None = None,
-    *,
-    schema: Schema | None = None,
-    cache: bool = False,
-    engine: str = "compiled",
-) -> list[Response]:
-    """Decide many requests against one policy set and entity store (each parsed once).
-
-    ``cache`` and ``engine`` as in :func:`cedarlite.is_authorized`.
-    """
-    from ..authorizer import coerce_inputs, evaluate_policies
-
-    ps, ents = coerce_inputs(policies, entities, schema)
-    reqs = [make_request(r, schema=schema) for r in requests]
-    if engine == "reference":
-        return [evaluate_policies(ps.active, r, ents) for r in reqs]
-    if engine != "compiled":
-        raise ValueError(f"unknown engine `{engine}`; expected `compiled` or `reference`")
-    index = compiled(ps)
-    return [index.authorize(r, ents, cache=cache) for r in reqs]

@@ -23,14 +23,14 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from ..authorizer import Decision, Response, is_authorized
-from ..compiler import is_authorized_batch
+from ..authorizer import is_authorized, is_authorized_batch
 from ..compiler.codegen import compile_predicate
 from ..entities import Entities
 from ..errors import CedarliteError
 from ..evaluator import Evaluator
 from ..policyset import PolicySet
 from ..request import Request
+from ..response import Decision, Response
 from ..values import I64_MAX, I64_MIN, EntityUID, Record
 from .catalog import (
     CORE_GROUPS,
