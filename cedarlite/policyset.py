@@ -95,14 +95,17 @@ class PolicySet:
         path: str | os.PathLike[str],
         *,
         strict: bool = False,
-        cache_dir: str | os.PathLike[str] | None = None,
+        cache_dir: str | os.PathLike[str] | bool | None = None,
     ) -> PolicySet:
         """Parse a ``.cedar`` file (errors name the file).
 
         With ``cache_dir``, the compiled form is stored there, keyed by the file's content, and
         reused by later loads of the same text in any process (the policies themselves are then
-        parsed only if something asks for them). The cache holds pickles: keep ``cache_dir`` as
-        private as your code, like ``__pycache__``.
+        parsed only if something asks for them). ``cache_dir=True`` is the per-user default,
+        ``$XDG_CACHE_HOME/cedarlite/policies`` (or ``~/.cache/cedarlite/policies``). The cache
+        holds code, so the directory must be private: it is created with mode 0700 and, before
+        every read, must belong to the current user and be writable by no one else, or a
+        :class:`~cedarlite.errors.CacheError` is raised.
         """
         name = os.fspath(path)
         try:
@@ -110,11 +113,21 @@ class PolicySet:
                 text = f.read()
         except (OSError, UnicodeDecodeError) as err:
             raise PolicySetError(f"cannot read policy file: {err}", source=name) from None
-        if cache_dir is None:
+        if cache_dir is None or cache_dir is False:
             return cls.from_str(text, name, strict=strict)
-        from .compiler.cache import load_cached
+        from ._cache_dir import ensure_private, private_dir
+        from .compiler import compiled
+        from .compiler.cache import load_compiled, store_compiled
 
-        return load_cached(text, name, strict, os.fspath(cache_dir))
+        directory = private_dir("policies") if cache_dir is True else ensure_private(cache_dir)
+        index = load_compiled(directory, text, strict)
+        if index is not None:
+            ps = cls._deferred(text, name, strict)
+            ps._cache["compiled"] = index
+            return ps
+        ps = cls.from_str(text, name, strict=strict)
+        store_compiled(directory, text, strict, compiled(ps))
+        return ps
 
     # -- access --------------------------------------------------------------------------------
 
