@@ -16,10 +16,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
-from lark import Lark, Transformer
+from lark import Transformer
 
 from . import ast
-from ._lalr import END, Automaton, LexError, UnexpectedToken, grammar_text
+from ._lalr import END, Automaton, LexError, UnexpectedToken, build_lark
 from ._lalr import Tok as Token
 from .ast import (
     RESERVED,
@@ -539,18 +539,13 @@ _automaton: Automaton | None = None
 
 
 def _parser() -> Automaton:
-    """The policy grammar's automaton (built once; Lark caches the tables on disk)."""
+    """The policy grammar's automaton (built once per process; tables cached, see
+    :func:`~cedarlite._lalr.build_lark`)."""
     global _automaton
     if _automaton is None:
         with _lock:
             if _automaton is None:
-                lark = Lark(
-                    grammar_text("cedar.lark"),
-                    parser="lalr",
-                    transformer=_Builder(),
-                    maybe_placeholders=False,
-                    cache=True,
-                )
+                lark = build_lark("cedar.lark", _Builder(), maybe_placeholders=False)
                 _automaton = Automaton(lark)
     return _automaton
 

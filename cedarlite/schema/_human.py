@@ -12,9 +12,9 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from lark import Lark, Transformer
+from lark import Transformer
 
-from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken, grammar_text
+from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken, build_lark
 from ..ast import RESERVED
 from ..errors import SchemaError
 from ..source import BadEscape, Span, decode_literal
@@ -48,14 +48,7 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _parser() -> Automaton:
-    lark = Lark(
-        grammar_text("cedarschema.lark"),
-        parser="lalr",
-        transformer=_Builder(),
-        maybe_placeholders=True,
-        cache=True,
-    )
-    return Automaton(lark)
+    return Automaton(build_lark("cedarschema.lark", _Builder(), maybe_placeholders=True))
 
 
 class _Fail(Exception):
