@@ -8,28 +8,69 @@ resp = cedarlite.is_authorized(
 )
 assert resp.decision is cedarlite.Decision.ALLOW
 ```
+
+The names below are imported on first use (PEP 562): ``import cedarlite`` loads nothing else,
+and a decision loads only the stages it runs through (no grammar, no schema, no validator
+unless used). Submodules (``cedarlite.tools``, ``cedarlite.schema``...) load the same way.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__ as __version__
-from .ast import Effect
-from .authorizer import is_authorized, is_authorized_batch
-from .entities import Entities, Entity, EntityProvider
-from .errors import (
-    CedarliteError,
-    EntitiesError,
-    EvaluationError,
-    ParseError,
-    PolicySetError,
-    RequestError,
-    SchemaError,
-    ValidationError,
-)
-from .policyset import PolicySet
-from .request import Request
-from .response import Decision, PolicyError, Response
-from .schema import Schema
-from .schema.validator import ValidationIssue, ValidationResult, validate
-from .values import CedarSet, EntityUID, Record
+
+if TYPE_CHECKING:
+    from .ast import Effect
+    from .authorizer import is_authorized, is_authorized_batch
+    from .entities import Entities, Entity, EntityProvider
+    from .errors import (
+        CedarliteError,
+        EntitiesError,
+        EvaluationError,
+        ParseError,
+        PolicySetError,
+        RequestError,
+        SchemaError,
+        ValidationError,
+    )
+    from .policyset import PolicySet
+    from .request import Request
+    from .response import Decision, PolicyError, Response
+    from .schema import Schema
+    from .schema.validator import ValidationIssue, ValidationResult, validate
+    from .values import CedarSet, EntityUID, Record
+
+# INVARIANT: the same names as the imports above and as __all__ (tests/test_layering.py).
+_EXPORTS: dict[str, str] = {
+    "CedarSet": ".values",
+    "CedarliteError": ".errors",
+    "Decision": ".response",
+    "Effect": ".ast",
+    "Entities": ".entities",
+    "EntitiesError": ".errors",
+    "Entity": ".entities",
+    "EntityProvider": ".entities",
+    "EntityUID": ".values",
+    "EvaluationError": ".errors",
+    "ParseError": ".errors",
+    "PolicyError": ".response",
+    "PolicySet": ".policyset",
+    "PolicySetError": ".errors",
+    "Record": ".values",
+    "Request": ".request",
+    "RequestError": ".errors",
+    "Response": ".response",
+    "Schema": ".schema",
+    "SchemaError": ".errors",
+    "ValidationError": ".errors",
+    "ValidationIssue": ".schema.validator",
+    "ValidationResult": ".schema.validator",
+    "is_authorized": ".authorizer",
+    "is_authorized_batch": ".authorizer",
+    "validate": ".schema.validator",
+}
 
 __all__ = [
     "CedarSet",
@@ -59,3 +100,24 @@ __all__ = [
     "is_authorized_batch",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name, or a submodule, on first access."""
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(import_module(module, __name__), name)
+        globals()[name] = value  # later accesses are plain attribute reads
+        return value
+    if name.isidentifier() and not name.startswith("__"):
+        try:
+            return import_module(f".{name}", __name__)
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise  # a submodule that exists but lacks a dependency of its own
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not."""
+    return sorted(set(globals()) | set(__all__))

@@ -11,7 +11,6 @@ from typing import Any
 
 from .ast import Policy, Scope, ScopeOp, SlotId
 from .errors import CedarliteError, PolicySetError
-from .parser import parse_policies
 from .request import parse_entity_uid
 from .values import EntityUID
 
@@ -167,6 +166,8 @@ class PolicySet:
         start = policy.span.start
         # Pad so that lines and columns come out as in the original text.
         padded = "\n" * (policy.span.line - 1) + " " * (policy.span.column - 1)
+        from .parser import parse_policies
+
         (reparsed,) = parse_policies(padded + text[start : policy.span.end], self.source)
         return replace(reparsed, id=policy.id)
 
