@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .ast import is_action_type, is_valid_type_name
 from .errors import EntitiesError, EvaluationError
 from .ext import from_extn_json
+from .lexical import is_action_type, is_valid_type_name
 from .values import (
     EMPTY_RECORD,
     I64_MAX,

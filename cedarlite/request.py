@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
-from .ast import is_valid_type_name
 from .entities import JSONValueError, load_json, uid_from_json, value_from_json
 from .errors import CedarliteError, ParseError, RequestError
+from .lexical import is_valid_type_name
 from .source import BadEscape, Span, decode_literal
 from .values import EMPTY_RECORD, EntityUID, Record
 
