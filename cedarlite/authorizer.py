@@ -2,9 +2,9 @@
 
 :func:`is_authorized` and :func:`is_authorized_batch` read the inputs (policy text, entity JSON,
 request dicts), then decide with the compiled decision index (:mod:`cedarlite.compiler`, the
-default) or with the reference interpreter (:func:`evaluate_policies`, which the compiled
-engine is checked against). Either way the answer is a :class:`~cedarlite.response.Response`
-made by deny-overrides.
+default) or with the reference interpreter
+(:func:`cedarlite.evaluator.evaluate_policies`, which the compiled engine is checked against).
+Either way the answer is a :class:`~cedarlite.response.Response` made by deny-overrides.
 """
 
 from __future__ import annotations
@@ -12,31 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .ast import Policy
 from .compiler import compiled
 from .entities import Entities
-from .errors import EvaluationError
-from .evaluator import Evaluator
 from .policyset import PolicySet
 from .request import Request, make_request
-from .response import PolicyError, Response, decide
+from .response import Response
 
 if TYPE_CHECKING:
     from .schema.model import Schema
-
-
-def evaluate_policies(policies: Iterable[Policy], request: Request, entities: Entities) -> Response:
-    """The reference authorizer: evaluate every policy with the interpreter, then decide."""
-    ev = Evaluator(request, entities)
-    satisfied: list[Policy] = []
-    errors: list[PolicyError] = []
-    for p in policies:
-        try:
-            if ev.policy_satisfied(p):
-                satisfied.append(p)
-        except EvaluationError as err:
-            errors.append(PolicyError(p.id, err.message))
-    return decide(satisfied, errors)
 
 
 ENGINES = ("compiled", "reference")
@@ -89,6 +72,8 @@ def is_authorized(
     ps, ents = coerce_inputs(policies, entities, schema)
     req = make_request(request, schema=schema, validate=validate)
     if engine == "reference":
+        from .evaluator import evaluate_policies  # the AST and the interpreter, only when asked
+
         return evaluate_policies(ps.active, req, ents)
     return compiled(ps).authorize(req, ents, cache=cache)
 
@@ -110,6 +95,8 @@ def is_authorized_batch(
     ps, ents = coerce_inputs(policies, entities, schema)
     reqs = [make_request(r, schema=schema) for r in requests]
     if engine == "reference":
+        from .evaluator import evaluate_policies
+
         return [evaluate_policies(ps.active, r, ents) for r in reqs]
     index = compiled(ps)
     return [index.authorize(r, ents, cache=cache) for r in reqs]

@@ -1,17 +1,14 @@
-"""The answer to a request: a :class:`Response` record, never a bare bool, and the
-deny-overrides rule that produces it (:func:`decide`; the compiled engine applies the same rule
-to bitsets). It fails closed: no satisfied permit (an empty policy set included) means Deny; a
-policy that errors is skipped and reported, whatever its effect.
+"""The answer to a request: a :class:`Response` record, never a bare bool, made by both
+engines (deny-overrides: :func:`cedarlite.evaluator.decide`, and the compiled engine's same
+rule on bitsets). It fails closed: no satisfied permit (an empty policy set included) means
+Deny; a policy that errors is skipped and reported, whatever its effect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
-
-from .ast import Effect, Policy
 
 
 class Decision(Enum):
@@ -58,16 +55,3 @@ class Response:
                 "errors": [{"policyId": e.policy_id, "error": e.message} for e in self.errors],
             },
         }
-
-
-def decide(satisfied: Iterable[Policy], errors: Iterable[PolicyError] = ()) -> Response:
-    """Deny-overrides: Allow iff some permit is satisfied and no forbid is."""
-    permits: list[str] = []
-    forbids: list[str] = []
-    for p in satisfied:
-        (permits if p.effect is Effect.PERMIT else forbids).append(p.id)
-    if forbids:
-        return Response(Decision.DENY, tuple(forbids), tuple(errors))
-    if permits:
-        return Response(Decision.ALLOW, tuple(permits), tuple(errors))
-    return Response(Decision.DENY, (), tuple(errors))
