@@ -7,12 +7,14 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .ast import Policy, Scope, ScopeOp, SlotId
 from .errors import CedarliteError, PolicySetError
 from .request import parse_entity_uid
 from .values import EntityUID
+
+if TYPE_CHECKING:
+    from .ast import Policy, Scope
 
 
 class PolicySet:
@@ -275,6 +277,8 @@ def _as_uid(value: Any, slot: str) -> EntityUID:
 
 
 def _fill(scope: Scope, links: Mapping[str, EntityUID]) -> Scope:
+    from .ast import ScopeOp, SlotId  # linking only: a set loaded from a cache has no AST
+
     slot = scope.slot
     if slot is None:
         return scope

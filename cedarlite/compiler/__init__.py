@@ -17,17 +17,17 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cachetools import LRUCache
-
-from ..ast import Effect, Policy
 from ..entities import Entities
 from ..errors import EvaluationError
 from ..request import Request
 from ..response import Decision, PolicyError, Response
-from .codegen import CondFn, build_condition, condition_source
 from .index import VarIndex, iter_bits, make_mask
+from .runtime import CondFn, build_condition
 
 if TYPE_CHECKING:
+    from cachetools import LRUCache
+
+    from ..ast import Policy
     from ..policyset import PolicySet
 
 _NO_ANCESTORS: frozenset[Any] = frozenset()
@@ -58,6 +58,11 @@ class CompiledPolicySet:
 
     def __init__(self, policies: Sequence[Policy]) -> None:
         """Index ``policies`` (static or linked; templates must be left out)."""
+        # Building needs the AST and the code generator; deciding (and loading a compiled set
+        # from the compile cache) does not, so they are imported here only.
+        from ..ast import Effect
+        from .codegen import condition_source
+
         state = {
             "ids": tuple(p.id for p in policies),
             "principal": VarIndex(policies, "principal"),
@@ -98,7 +103,7 @@ class CompiledPolicySet:
         self.unconditional_mask = make_mask(
             (i for i, c in enumerate(self.conditions) if c is None), len(self.ids)
         )
-        self._cache: LRUCache[Any, Response] = LRUCache(maxsize=DECISION_CACHE_SIZE)
+        self._cache: LRUCache[Any, Response] | None = None  # made on first use
         self._lock = threading.Lock()
 
     # -- deciding ------------------------------------------------------------------------------
@@ -131,12 +136,17 @@ class CompiledPolicySet:
             return self._authorize(request, entities)
         key = (entities.serial, request)
         with self._lock:
-            hit = self._cache.get(key)
+            lru = self._cache
+            if lru is None:
+                from cachetools import LRUCache  # only sets that cache load it
+
+                lru = self._cache = LRUCache(maxsize=DECISION_CACHE_SIZE)
+            hit = lru.get(key)
         if hit is not None:
             return hit
         response = self._authorize(request, entities)
         with self._lock:
-            self._cache[key] = response
+            lru[key] = response
         return response
 
     def _authorize(self, request: Request, entities: Entities) -> Response:
@@ -159,7 +169,7 @@ class CompiledPolicySet:
                     errors.append(
                         PolicyError(ids[i], "expression is nested too deeply to evaluate")
                     )
-        # INVARIANT: this is response.decide (deny-overrides) on bitsets; reasons come out
+        # INVARIANT: this is evaluator.decide (deny-overrides) on bitsets; reasons come out
         # in policy order either way, and the property tests hold the two equal.
         forbids = satisfied & self.forbid_mask
         if forbids:
