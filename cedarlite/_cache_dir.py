@@ -27,7 +27,6 @@ import os
 import pickle
 import re
 import stat
-from pathlib import Path
 from typing import Any
 
 from .errors import CacheError
@@ -56,57 +55,55 @@ _SUPPORTED = (
 )
 
 
-def cache_root() -> Path:
+def cache_root() -> str:
     """cedarlite's per-user cache root: ``$XDG_CACHE_HOME/cedarlite`` (an absolute
     ``XDG_CACHE_HOME`` only, as the XDG spec says) or ``~/.cache/cedarlite``."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg):
-        return Path(xdg) / "cedarlite"
-    try:
-        home = Path.home()
-    except (KeyError, RuntimeError):  # no HOME and no passwd entry
+        return os.path.join(xdg, "cedarlite")
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home):  # no HOME and no passwd entry: `~` stays as it is
         raise CacheError(
             "no per-user cache directory: neither `XDG_CACHE_HOME` nor a home directory is set"
-        ) from None
-    return home / ".cache" / "cedarlite"
+        )
+    return os.path.join(home, ".cache", "cedarlite")
 
 
-def private_dir(name: str) -> Path:
+def private_dir(name: str) -> str:
     """The private cache directory ``name`` under :func:`cache_root`, created (0700, the root
     too) if missing and checked; raises :class:`CacheError` if it is not private."""
     if not _KEY.fullmatch(name):
         raise ValueError(f"invalid cache directory name {name!r}")
-    root = ensure_private(cache_root())
-    return ensure_private(root / name)
+    return ensure_private(os.path.join(ensure_private(cache_root()), name))
 
 
-def ensure_private(path: str | os.PathLike[str]) -> Path:
+def ensure_private(path: str | os.PathLike[str]) -> str:
     """``path`` as a private directory: created with mode 0700 (and missing parents) if absent,
     then checked (owned by this user, writable by no one else, not a symbolic link).
 
     Raises :class:`CacheError` if it is not private or cannot be created.
     """
-    directory = Path(path)
+    directory = os.fspath(path)
     if not _SUPPORTED:
         raise CacheError(
             "private cache directories need POSIX file ownership; caching is off on this system",
-            source=str(directory),
+            source=directory,
         )
     try:
-        directory.mkdir(mode=0o700, parents=True)
+        os.makedirs(directory, mode=0o700)
     except FileExistsError:
         pass
     except OSError as err:
         raise CacheError(
-            f"cannot create the cache directory: {err.strerror or err}", source=str(directory)
+            f"cannot create the cache directory: {err.strerror or err}", source=directory
         ) from None
     os.close(_open_checked(directory))
     return directory
 
 
-def _open_checked(directory: Path) -> int:
+def _open_checked(directory: str) -> int:
     """A descriptor of ``directory``, opened without following links and checked private."""
-    where = str(directory)
+    where = directory
     try:
         fd = os.open(directory, _DIR_FLAGS)
     except OSError as err:
@@ -142,7 +139,7 @@ def _check_key(key: str) -> None:
         raise ValueError(f"invalid cache key {key!r}")
 
 
-def load(directory: Path, key: str) -> bytes | None:
+def load(directory: str, key: str) -> bytes | None:
     """The bytes of entry ``key`` of a private ``directory``, or ``None`` if there is none
     (or it is not a regular file of this user's). Raises :class:`CacheError` if the directory
     is not private (anymore)."""
@@ -162,7 +159,7 @@ def load(directory: Path, key: str) -> bytes | None:
         os.close(dfd)
 
 
-def store(directory: Path, key: str, data: bytes) -> bool:
+def store(directory: str, key: str, data: bytes) -> bool:
     """Write entry ``key`` atomically (owner-only temporary file, then rename); ``False`` if it
     could not be written (a full disk is not an error of the caller's). Raises
     :class:`CacheError` if the directory is not private (anymore)."""
@@ -186,7 +183,7 @@ def store(directory: Path, key: str, data: bytes) -> bool:
     return True
 
 
-def load_pickle(directory: Path, key: str) -> Any:
+def load_pickle(directory: str, key: str) -> Any:
     """The object pickled in entry ``key``, or ``None`` if it is missing or does not unpickle
     (a corrupt or foreign entry: the caller rebuilds and stores it again)."""
     data = load(directory, key)
@@ -198,6 +195,6 @@ def load_pickle(directory: Path, key: str) -> Any:
         return None
 
 
-def store_pickle(directory: Path, key: str, obj: Any) -> bool:
+def store_pickle(directory: str, key: str, obj: Any) -> bool:
     """Pickle ``obj`` into entry ``key`` (see :func:`store`)."""
     return store(directory, key, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))

@@ -59,7 +59,7 @@ def build_lark(grammar: str, transformer: Transformer[Any, Any], **options: Any)
         ).encode()
     ).hexdigest()
     key = f"{grammar}-{digest}.pickle"
-    directory: Path | None
+    directory: str | None
     try:
         directory = private_dir("grammars")
         data = load_pickle(directory, key)

@@ -59,21 +59,21 @@ def xdg(tmp_path, monkeypatch):
 
 def test_default_root_follows_xdg_then_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert _cache_dir.cache_root() == tmp_path / "x" / "cedarlite"
+    assert Path(_cache_dir.cache_root()) == tmp_path / "x" / "cedarlite"
     # A relative XDG_CACHE_HOME is ignored, as the XDG spec says.
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert _cache_dir.cache_root() == tmp_path / "home" / ".cache" / "cedarlite"
+    assert Path(_cache_dir.cache_root()) == tmp_path / "home" / ".cache" / "cedarlite"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert _cache_dir.cache_root() == tmp_path / "home" / ".cache" / "cedarlite"
+    assert Path(_cache_dir.cache_root()) == tmp_path / "home" / ".cache" / "cedarlite"
 
 
 def test_private_dir_is_created_owner_only(xdg):
-    directory = _cache_dir.private_dir("policies")
+    directory = Path(_cache_dir.private_dir("policies"))
     assert directory == xdg / "cedarlite" / "policies"
     assert mode(directory) == 0o700 and mode(directory.parent) == 0o700
     assert directory.stat().st_uid == os.geteuid()
-    assert _cache_dir.private_dir("policies") == directory  # idempotent
+    assert Path(_cache_dir.private_dir("policies")) == directory  # idempotent
     with pytest.raises(ValueError):
         _cache_dir.private_dir("../elsewhere")
 
@@ -92,7 +92,7 @@ def test_a_readable_directory_of_ones_own_is_accepted(tmp_path):
     directory = tmp_path / "mine"
     directory.mkdir()
     directory.chmod(0o755)  # others may read, no one else may write: nothing can be planted
-    assert _cache_dir.ensure_private(directory) == directory
+    assert _cache_dir.ensure_private(directory) == str(directory)
 
 
 def test_a_symbolic_link_is_refused(tmp_path):
@@ -132,46 +132,46 @@ def test_a_directory_chowned_to_another_user_is_refused(tmp_path):
 
 
 def test_store_then_load_round_trips_atomically(tmp_path):
-    directory = _cache_dir.ensure_private(tmp_path / "c")
-    assert _cache_dir.load(directory, "k1") is None
-    assert _cache_dir.store(directory, "k1", b"one")
-    assert _cache_dir.store(directory, "k1", b"two")  # replaced, never appended
-    assert _cache_dir.load(directory, "k1") == b"two"
+    directory = Path(_cache_dir.ensure_private(tmp_path / "c"))
+    assert _cache_dir.load(str(directory), "k1") is None
+    assert _cache_dir.store(str(directory), "k1", b"one")
+    assert _cache_dir.store(str(directory), "k1", b"two")  # replaced, never appended
+    assert _cache_dir.load(str(directory), "k1") == b"two"
     assert [p.name for p in directory.iterdir()] == ["k1"]  # no temporary file left behind
     assert mode(directory / "k1") == 0o600
     for bad in ("../k", "", ".hidden", "a/b", "k\0"):
         with pytest.raises(ValueError):
-            _cache_dir.load(directory, bad)
+            _cache_dir.load(str(directory), bad)
 
 
 def test_an_entry_that_is_a_symbolic_link_is_not_followed(tmp_path):
-    directory = _cache_dir.ensure_private(tmp_path / "c")
+    directory = Path(_cache_dir.ensure_private(tmp_path / "c"))
     target = tmp_path / "elsewhere"
     target.write_bytes(b"payload")
     (directory / "k").symlink_to(target)
-    assert _cache_dir.load(directory, "k") is None
+    assert _cache_dir.load(str(directory), "k") is None
 
 
 def test_entries_are_not_read_once_the_directory_stops_being_private(tmp_path):
-    directory = _cache_dir.ensure_private(tmp_path / "c")
+    directory = Path(_cache_dir.ensure_private(tmp_path / "c"))
     marker = tmp_path / "marker"
     (directory / "k").write_bytes(planted(marker))
     directory.chmod(0o777)
     with pytest.raises(CacheError):
-        _cache_dir.load_pickle(directory, "k")
+        _cache_dir.load_pickle(str(directory), "k")
     with pytest.raises(CacheError):
-        _cache_dir.store(directory, "k", b"x")
+        _cache_dir.store(str(directory), "k", b"x")
     assert not marker.exists()
     directory.chmod(0o700)
-    _cache_dir.load_pickle(directory, "k")  # the same entry, once private, does load
+    _cache_dir.load_pickle(str(directory), "k")  # the same entry, once private, does load
     assert marker.exists()
 
 
 def test_a_corrupt_pickle_loads_as_none(tmp_path):
-    directory = _cache_dir.ensure_private(tmp_path / "c")
+    directory = Path(_cache_dir.ensure_private(tmp_path / "c"))
     full = pickle.dumps({"a": list(range(100))})
-    _cache_dir.store(directory, "k", full[: len(full) // 2])
-    assert _cache_dir.load_pickle(directory, "k") is None
+    _cache_dir.store(str(directory), "k", full[: len(full) // 2])
+    assert _cache_dir.load_pickle(str(directory), "k") is None
 
 
 # ---------------------------------------------------------------------------------------------
