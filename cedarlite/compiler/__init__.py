@@ -13,8 +13,11 @@ reusing it across processes.
 
 from __future__ import annotations
 
+import marshal
+import sys
 import threading
 from collections.abc import Sequence
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 from ..entities import Entities
@@ -22,7 +25,7 @@ from ..errors import EvaluationError
 from ..request import Request
 from ..response import Decision, PolicyError, Response
 from .index import VarIndex, iter_bits, make_mask
-from .runtime import CondFn, build_condition
+from .runtime import CondFn, build_condition, make_factory
 
 if TYPE_CHECKING:
     from cachetools import LRUCache
@@ -36,7 +39,7 @@ _DENY = Response(Decision.DENY)
 DECISION_CACHE_SIZE = 4096
 """Entries of each compiled policy set's decision cache (LRU)."""
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Version of the pickled state; bumped whenever the compiled representation changes."""
 
 
@@ -75,9 +78,11 @@ class CompiledPolicySet:
         }
         self.__setstate__(state)
 
-    # -- pickling: the state is plain data; condition functions are rebuilt from source ------
+    # -- pickling: the state is plain data; condition functions are rebuilt from their source,
+    # or, by the same Python, from their compiled code (marshal), which skips compile() --------
 
     def __getstate__(self) -> dict[str, Any]:
+        bodies = {src[0] for src in self.sources if src is not None}
         return {
             "version": FORMAT_VERSION,
             "ids": self.ids,
@@ -86,6 +91,8 @@ class CompiledPolicySet:
             "resource": self.resource,
             "forbid_mask": self.forbid_mask,
             "sources": self.sources,
+            "python": sys.version,
+            "code": marshal.dumps({body: make_factory(body).__code__ for body in bodies}),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -97,8 +104,12 @@ class CompiledPolicySet:
         self.resource: VarIndex = state["resource"]
         self.forbid_mask: int = state["forbid_mask"]
         self.sources = state["sources"]
+        code: dict[str, CodeType] = {}
+        if state.get("python") == sys.version:  # marshal's format is the interpreter's own
+            code = marshal.loads(state["code"])
         self.conditions: tuple[CondFn | None, ...] = tuple(
-            build_condition(src) for src in self.sources
+            build_condition(src, code.get(src[0]) if src is not None else None)
+            for src in self.sources
         )
         self.unconditional_mask = make_mask(
             (i for i, c in enumerate(self.conditions) if c is None), len(self.ids)

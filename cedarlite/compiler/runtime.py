@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
+from types import CodeType, FunctionType
 from typing import Any
 
 from .. import _ops as ops
@@ -68,13 +69,19 @@ def make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
     return namespace["_factory"]
 
 
-def build_condition(source: tuple[str, tuple[Any, ...]] | None) -> CondFn | None:
+def build_condition(
+    source: tuple[str, tuple[Any, ...]] | None, code: CodeType | None = None
+) -> CondFn | None:
     """The function for a :func:`~.codegen.condition_source` result (None: no condition).
 
-    The function returns a bool or raises :class:`EvaluationError`, exactly like evaluating the
+    ``code`` is the code of the source's factory, kept from an earlier compile (a compiled set
+    loaded from the compile cache): it skips compiling the source. The function returns a bool or raises :class:`EvaluationError`, exactly like evaluating the
     conditions with :class:`~cedarlite.evaluator.Evaluator`.
     """
     if source is None:
         return None
     body, consts = source
+    if code is not None:  # the factory's code, compiled before (a cached compiled set)
+        factory: Callable[[tuple[Any, ...]], CondFn] = FunctionType(code, _GLOBALS)
+        return factory(consts)
     return make_factory(body)(consts)
