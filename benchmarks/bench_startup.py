@@ -45,7 +45,8 @@ when { context.command like "python -m pytest*" };
 forbid (principal, action == Action::"Bash", resource)
 when { context.command like "*rm -rf*" || context.command like "*| sh*" };
 forbid (principal, action in Action::"readonly", resource)
-when { context has file_path && (context.file_path like "*/.ssh/*" || context.file_path like "*.env") };
+when { context has file_path
+       && (context.file_path like "*/.ssh/*" || context.file_path like "*.env") };
 permit (principal, action in [Action::"Write", Action::"Edit"], resource)
 when { context.file_path like "/home/u/app/*" };
 forbid (principal, action in [Action::"Write", Action::"Edit"], resource)
@@ -54,7 +55,8 @@ permit (principal, action == Action::"WebFetch", resource)
 when { context.url like "https://docs.*" };
 permit (principal, action == Action::"mcp__github__create_issue", resource)
 unless { context has labels && context.labels.contains("secret") };
-forbid (principal, action, resource) when { context.permission_mode == "plan" && !(action in Action::"readonly") };
+forbid (principal, action, resource)
+when { context.permission_mode == "plan" && !(action in Action::"readonly") };
 """
 
 ENTITIES = [

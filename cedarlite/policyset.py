@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import threading
+from _thread import allocate_lock  # threading.Lock, without importing threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -32,7 +32,7 @@ class PolicySet:
         self.source = source
         self._cache: dict[str, Any] = {}
         self._pending: tuple[str, bool] | None = None
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._loaded = self._index(tuple(policies))
 
     def _index(

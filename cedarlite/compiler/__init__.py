@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import marshal
 import sys
-import threading
+from _thread import allocate_lock  # threading.Lock, without importing threading
 from collections.abc import Sequence
 from types import CodeType
 from typing import TYPE_CHECKING, Any
@@ -115,7 +115,7 @@ class CompiledPolicySet:
             (i for i, c in enumerate(self.conditions) if c is None), len(self.ids)
         )
         self._cache: LRUCache[Any, Response] | None = None  # made on first use
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     # -- deciding ------------------------------------------------------------------------------
 

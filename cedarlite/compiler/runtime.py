@@ -75,8 +75,9 @@ def build_condition(
     """The function for a :func:`~.codegen.condition_source` result (None: no condition).
 
     ``code`` is the code of the source's factory, kept from an earlier compile (a compiled set
-    loaded from the compile cache): it skips compiling the source. The function returns a bool or raises :class:`EvaluationError`, exactly like evaluating the
-    conditions with :class:`~cedarlite.evaluator.Evaluator`.
+    loaded from the compile cache): it skips compiling the source. The function returns a bool
+    or raises :class:`EvaluationError`, exactly like evaluating the conditions with
+    :class:`~cedarlite.evaluator.Evaluator`.
     """
     if source is None:
         return None
