@@ -177,21 +177,25 @@ def test_no_import_cycles():
 # ---------------------------------------------------------------------------------------------
 # At run time, in fresh interpreters
 
-_PROBE = "import sys, json, {module}; print(json.dumps(sorted(sys.modules)))"
 
-
-@cache
-def loaded(module: str) -> frozenset[str]:
-    """Every module in ``sys.modules`` after ``import module`` in a fresh interpreter."""
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(module=module)],
+def python(code: str, *args: str) -> str:
+    """The output of ``python -c code args`` in a fresh interpreter (which must succeed)."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=ROOT,
         check=True,
     ).stdout
-    return frozenset(json.loads(out))
+
+
+@cache
+def loaded(module: str) -> frozenset[str]:
+    """Every module in ``sys.modules`` after ``import module`` in a fresh interpreter."""
+    return frozenset(
+        json.loads(python(f"import sys, json, {module}; print(json.dumps(sorted(sys.modules)))"))
+    )
 
 
 def _parents(module: str) -> list[str]:
@@ -249,14 +253,7 @@ def test_a_decision_from_the_compile_cache_loads_no_parser_ast_schema_or_pydanti
     cache_dir = tmp_path / "cache"
     cedarlite.PolicySet.from_file(path, cache_dir=cache_dir)  # warm the compile cache
 
-    out = subprocess.run(
-        [sys.executable, "-c", _DECIDE, str(path), str(cache_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    decision, mods = json.loads(out)
+    decision, mods = json.loads(python(_DECIDE, str(path), str(cache_dir)))
     assert decision == "Allow"
     assert not _heavy(set(mods))
     # Nor the syntax tree, the interpreter or the code generator: the cached form is enough.
@@ -280,10 +277,7 @@ def test_a_decision_from_policy_text_loads_the_parser_but_no_schema_or_pydantic(
         "'resource': 'R::\"c\"'}, 'permit(principal, action, resource);')\n"
         "print(json.dumps([r.decision.value, sorted(sys.modules)]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    ).stdout
-    decision, mods = json.loads(out)
+    decision, mods = json.loads(python(code))
     assert decision == "Allow" and "lark" in mods
     assert not [m for m in mods if m.startswith(("pydantic", "cedarlite.schema"))]
 
@@ -316,10 +310,7 @@ def test_the_facade_loads_submodules_on_access_and_rejects_unknown_names():
         "assert cedarlite.request.make_request is not None\n"
         "try:\n    cedarlite.no_such_thing\nexcept AttributeError as e:\n    print(e)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    ).stdout
-    assert out.strip() == "module 'cedarlite' has no attribute 'no_such_thing'"
+    assert python(code).strip() == "module 'cedarlite' has no attribute 'no_such_thing'"
 
 
 def test_version_matches_the_project_metadata():
