@@ -44,8 +44,8 @@ def build_lark(grammar: str, transformer: Transformer[Any, Any], **options: Any)
     """The LALR Lark parser of grammar file ``grammar``, its tables cached across processes.
 
     Why cache: building the tables is most of a cold start that parses (measured, first parse
-    of a one-policy text in a fresh process, p50 of 15: 112 ms without a cache, 13 ms with one);
-    a CLI call or a hook without a compile cache pays it every time. Why not Lark's own
+    of a one-policy text in a fresh process, p50 of 15: 146 ms without a cache, 17 ms with one);
+    a CLI call or a hook without a compile cache would pay it every time. Why not Lark's own
     ``cache=True``: it unpickles a file of a predictable name in the shared temp dir, so any
     local user who plants that file runs code in the guard. Here the tables go to the
     private per-user directory ``grammars`` (:mod:`cedarlite._cache_dir`: checked owner and mode,
