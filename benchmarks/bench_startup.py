@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -125,14 +126,21 @@ allowed, reasons = result.allowed, sorted(result.reasons)"""
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run(argv: list[str], stdin: str | None) -> tuple[float, str]:
-    """Wall time (ms) and stdout of one subprocess run, which must succeed."""
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(argv: list[str], stdin: str | None) -> tuple[float, float, str]:
+    """Wall time and CPU time (user + system, ms) and stdout of one subprocess run, which must
+    succeed. CPU time is what the process itself spent: much less swayed than wall time by
+    other work on a shared machine, which delays a process without adding to it."""
+    cpu0, t0 = _children_cpu(), time.perf_counter()
     proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False, env=ENV)
-    elapsed = (time.perf_counter() - t0) * 1000
+    wall, cpu = (time.perf_counter() - t0) * 1000, (_children_cpu() - cpu0) * 1000
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:3])} failed:\n{proc.stderr}")
-    return elapsed, proc.stdout
+    return wall, cpu, proc.stdout
 
 
 def importtime_top(argv: list[str], stdin: str | None, n: int) -> list[tuple[int, int, str]]:
@@ -210,25 +218,29 @@ def main() -> None:
         # Same answers from both engines (and warm-up: compile cache, grammar cache, disk).
         hooks = [name for name, (_, takes_stdin) in commands.items() if takes_stdin]
         for stdin in stdins:
-            outputs = {name: run(commands[name][0], stdin)[1] for name in hooks}
+            outputs = {name: run(commands[name][0], stdin)[2] for name in hooks}
             if len(set(outputs.values())) != 1:
                 raise SystemExit(f"the hooks disagree on {stdin}:\n{json.dumps(outputs, indent=1)}")
         decisions = [
-            json.loads(run(commands[hooks[0]][0], s)[1])["hookSpecificOutput"] for s in stdins
+            json.loads(run(commands[hooks[0]][0], s)[2])["hookSpecificOutput"] for s in stdins
         ]
 
-        samples: dict[str, list[float]] = {name: [] for name in commands}
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
         names = list(commands)
         for r in range(args.rounds):
             stdin = stdins[r % len(stdins)]
             shift = r % len(names)
             for name in names[shift:] + names[:shift]:
                 argv, takes_stdin = commands[name]
-                samples[name].append(run(argv, stdin if takes_stdin else None)[0])
+                wall, cpu, _ = run(argv, stdin if takes_stdin else None)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
 
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
         print(
-            f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; {args.rounds} interleaved "
-            f"rounds of fresh processes (wall ms, stdin to exit)"
+            f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {load}; "
+            f"{args.rounds} interleaved rounds of fresh processes (ms, stdin to exit)"
         )
         print("\ninputs and the decision both hooks print:")
         for stdin, out in zip(stdins, decisions, strict=True):
@@ -237,17 +249,23 @@ def main() -> None:
                 f"  {out['permissionDecision']:<6}{call['tool_name']:<26}"
                 f"{json.dumps(call['tool_input'])[:60]}"
             )
-        base = statistics.median(samples["import cedarpy"])
-        hook_base = statistics.median(samples["cedarpy hook (parse 10 policies)"])
-        print(f"\n  {'command':<40}{'p50 ms':>9}{'p90 ms':>9}{'vs cedarpy':>12}")
-        for name, values in samples.items():
-            ordered = sorted(values)
-            p50, p90 = statistics.median(ordered), ordered[int(0.9 * (len(ordered) - 1))]
-            peer = hook_base if name in hooks else base
-            ratio = "" if name in ("python -c pass",) or "cedarpy" in name else f"{p50 / peer:.2f}x"
-            print(f"  {name:<40}{p50:>9.1f}{p90:>9.1f}{ratio:>12}")
         print(
-            "  (vs cedarpy: p50 over `import cedarpy` for imports, over the cedarpy hook for hooks)"
+            f"\n  {'command':<40}{'wall p50':>9}{'p90':>7}{'ratio':>7}"
+            f"{'cpu p50':>10}{'p90':>7}{'ratio':>7}"
+        )
+        for name in names:
+            peer = "cedarpy hook (parse 10 policies)" if name in hooks else "import cedarpy"
+            row = f"  {name:<40}"
+            for series in (walls, cpus):
+                ordered = sorted(series[name])
+                p50, p90 = statistics.median(ordered), ordered[int(0.9 * (len(ordered) - 1))]
+                mine = "cedarpy" not in name and name != "python -c pass"
+                ratio = f"{p50 / statistics.median(series[peer]):.2f}x" if mine else ""
+                row += f"{p50:>9.1f}{p90:>7.1f}{ratio:>7}" + " "
+            print(row.rstrip())
+        print(
+            "  (ratio: cedarlite's p50 over cedarpy's, `import cedarpy` for the imports, the\n"
+            "   cedarpy hook for the hooks; cpu = user + system time of the process itself)"
         )
 
         for name in (
