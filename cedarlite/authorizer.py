@@ -16,7 +16,9 @@ from .compiler import compiled
 from .entities import Entities
 from .policyset import PolicySet
 from .request import Request, make_request
-from .response import Response
+
+# Decision and PolicyError are re-exported: they lived here before cedarlite.response.
+from .response import Decision, PolicyError, Response  # noqa: F401
 
 if TYPE_CHECKING:
     from .schema.model import Schema
