@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import cedarlite
-from cedarlite.authorizer import make_request
 from cedarlite.compiler import compiled
+from cedarlite.request import make_request
 
 try:
     import cedarpy

@@ -8,29 +8,68 @@ resp = cedarlite.is_authorized(
 )
 assert resp.decision is cedarlite.Decision.ALLOW
 ```
+
+The names below are imported on first use (PEP 562): ``import cedarlite`` loads nothing else,
+and a decision loads only the stages it runs through (no grammar, no schema, no validator
+unless used). Submodules (``cedarlite.tools``, ``cedarlite.schema``...) load the same way.
 """
 
-from .ast import Effect
-from .authorizer import Decision, PolicyError, Response, is_authorized
-from .compiler import is_authorized_batch
-from .entities import Entities, Entity, EntityProvider
-from .errors import (
-    CedarliteError,
-    EntitiesError,
-    EvaluationError,
-    ParseError,
-    PolicySetError,
-    RequestError,
-    SchemaError,
-    ValidationError,
-)
-from .evaluator import Request
-from .policyset import PolicySet
-from .schema import Schema
-from .schema.validator import ValidationIssue, ValidationResult, validate
-from .values import CedarSet, EntityUID, Record
+from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__ as __version__
+
+if TYPE_CHECKING:
+    from .ast import Effect
+    from .authorizer import is_authorized, is_authorized_batch
+    from .entities import Entities, Entity, EntityProvider
+    from .errors import (
+        CedarliteError,
+        EntitiesError,
+        EvaluationError,
+        ParseError,
+        PolicySetError,
+        RequestError,
+        SchemaError,
+        ValidationError,
+    )
+    from .policyset import PolicySet
+    from .request import Request
+    from .response import Decision, PolicyError, Response
+    from .schema import Schema
+    from .schema.validator import ValidationIssue, ValidationResult, validate
+    from .values import CedarSet, EntityUID, Record
+
+# INVARIANT: the same names as the imports above and as __all__ (tests/test_layering.py).
+_EXPORTS: dict[str, str] = {
+    "CedarSet": ".values",
+    "CedarliteError": ".errors",
+    "Decision": ".response",
+    "Effect": ".ast",
+    "Entities": ".entities",
+    "EntitiesError": ".errors",
+    "Entity": ".entities",
+    "EntityProvider": ".entities",
+    "EntityUID": ".values",
+    "EvaluationError": ".errors",
+    "ParseError": ".errors",
+    "PolicyError": ".response",
+    "PolicySet": ".policyset",
+    "PolicySetError": ".errors",
+    "Record": ".values",
+    "Request": ".request",
+    "RequestError": ".errors",
+    "Response": ".response",
+    "Schema": ".schema",
+    "SchemaError": ".errors",
+    "ValidationError": ".errors",
+    "ValidationIssue": ".schema.validator",
+    "ValidationResult": ".schema.validator",
+    "is_authorized": ".authorizer",
+    "is_authorized_batch": ".authorizer",
+    "validate": ".schema.validator",
+}
 
 __all__ = [
     "CedarSet",
@@ -60,3 +99,26 @@ __all__ = [
     "is_authorized_batch",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name, or a submodule, on first access."""
+    # __import__ rather than importlib.import_module: the same import, without importing
+    # importlib (a millisecond of every hook process)
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(__import__(__name__ + module, fromlist=(name,)), name)
+        globals()[name] = value  # later accesses are plain attribute reads
+        return value
+    if name.isidentifier() and not name.startswith("__"):
+        try:
+            return __import__(f"{__name__}.{name}", fromlist=("*",))
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise  # a submodule that exists but lacks a dependency of its own
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not."""
+    return sorted(set(globals()) | set(__all__))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .source import Span
+from .values import quote_string
 
 # One token: a string, a number or literal, or punctuation. Each alternative matches without
 # backtracking over the input (a string is a run of non-special characters and escapes).
@@ -75,3 +76,19 @@ def json_span(text: str, path: Sequence[str | int], *, key: bool = False) -> Spa
                 at = (*at, 0)
             elif frame is None:
                 return None  # a scalar document: nothing inside it
+
+
+_PLAIN_SEGMENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*(::[_a-zA-Z][_a-zA-Z0-9]*)*")
+
+
+def json_path_text(path: Sequence[str | int]) -> str:
+    """``entityTypes.User.shape`` (keys that are not names are written ``["a b"]``)."""
+    out = ""
+    for segment in path:
+        if isinstance(segment, int):
+            out += f"[{segment}]"
+        elif _PLAIN_SEGMENT.fullmatch(segment):
+            out += f".{segment}" if out else segment
+        else:
+            out += f"[{quote_string(segment)}]"
+    return out

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Protocol, cast
 
-from .ast import WILDCARD, PatternElem
 from .errors import EvaluationError
 from .ext import Datetime, Duration
+from .lexical import WILDCARD, PatternElem
 from .values import (
     I64_MAX,
     I64_MIN,

@@ -43,11 +43,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .authorizer import Response, is_authorized
+from ._version import __version__
+from .authorizer import is_authorized
 from .entities import Entities, load_json, uid_from_json
 from .errors import CedarliteError, RequestError, ValidationError
 from .policyset import PolicySet
+from .response import Response
 
 EXIT_OK, EXIT_FAILURE, EXIT_DENY, EXIT_INVALID = 0, 1, 2, 3
 
@@ -182,7 +183,7 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
 
 def _uid_flag(value: str, flag: str) -> Any:
     """An entity uid given on the command line; an error names the flag and marks the text."""
-    from .parser import parse_entity_uid
+    from .request import parse_entity_uid
 
     try:
         return parse_entity_uid(value)

@@ -12,11 +12,11 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from .ast import is_action_type, is_valid_type_name
 from .errors import EntitiesError, EvaluationError
 from .ext import from_extn_json
+from .lexical import is_action_type, is_valid_type_name
 from .values import (
     EMPTY_RECORD,
     I64_MAX,
@@ -25,9 +25,6 @@ from .values import (
     EntityUID,
     Record,
 )
-
-if TYPE_CHECKING:
-    from .schema.model import Schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +60,21 @@ class EntityProvider(Protocol):
         ...
 
 
+class EntitySchema(Protocol):
+    """What :meth:`Entities.from_json` needs from a schema (:class:`cedarlite.Schema` has it)."""
+
+    def conform_entity(
+        self, uid: EntityUID, item: Mapping[str, Any], parents: frozenset[EntityUID]
+    ) -> Entity:
+        """The entity of JSON ``item`` checked against its declaration, values read by their
+        declared types; raises :class:`EntitiesError`."""
+        ...
+
+    def action_entities(self) -> Iterable[Entity]:
+        """The schema's actions as entities (added to every store read with the schema)."""
+        ...
+
+
 _SERIALS = itertools.count()
 
 
@@ -94,7 +106,7 @@ class Entities(Mapping[EntityUID, Entity]):
         cls,
         data: str | bytes | list[Any] | None,
         *,
-        schema: Schema | None = None,
+        schema: EntitySchema | None = None,
         source: str | None = None,
     ) -> Entities:
         """Parse Cedar's entity JSON (a JSON text or an already-decoded list).
@@ -112,10 +124,8 @@ class Entities(Mapping[EntityUID, Entity]):
             _entity_from_json(item, f"[{i}]", source, schema) for i, item in enumerate(items)
         ]
         if schema is not None:
-            from .schema.conform import action_entities
-
             declared = {e.uid for e in entities}
-            entities += [e for e in action_entities(schema) if e.uid not in declared]
+            entities += [e for e in schema.action_entities() if e.uid not in declared]
         try:
             return cls(entities)
         except EntitiesError as err:
@@ -401,7 +411,7 @@ def _record_from_json(obj: Any, where: str) -> Record:
 
 
 def _entity_from_json(
-    item: Any, where: str, source: str | None, schema: Schema | None = None
+    item: Any, where: str, source: str | None, schema: EntitySchema | None = None
 ) -> Entity:
     """One entity from its JSON object; with a schema, values are read by their types."""
     try:
@@ -425,9 +435,7 @@ def _entity_from_json(
                 if not is_action_type(p.type):
                     raise JSONValueError(f"action {label} has a non-action parent `{p}`")
         if schema is not None:
-            from .schema.conform import conform_entity
-
-            return conform_entity(uid, item, parents, schema)
+            return schema.conform_entity(uid, item, parents)
         attrs = _record_from_json(item["attrs"], f"{label}.attrs")
         # `tags` is optional, but when present it must be an object (`null` and `[]` are errors).
         tags = _record_from_json(item["tags"], f"{label}.tags") if "tags" in item else EMPTY_RECORD

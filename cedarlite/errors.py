@@ -134,3 +134,10 @@ class EvaluationError(CedarliteError):
         if self.span is None:
             return self.message
         return super().render()
+
+
+class CacheError(CedarliteError):
+    """A cache directory that cannot be trusted with code: not owned by the current user,
+    writable by others, a symbolic link, or impossible to create (``source`` names it)."""
+
+    code = "E0800"

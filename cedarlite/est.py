@@ -31,12 +31,12 @@ when the JSON came as text, its line and column with a caret snippet).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ._jsonloc import json_path_text, json_span
 from .ast import (
     WILDCARD,
     And,
@@ -261,7 +261,7 @@ def _fail(path: Path, message: str, help: str | None = None) -> NoReturn:
 
 
 def policy_set_from_json(
-    data: Any, source: str | None = None, *, strict: bool = False
+    data: Any, policy_set: type[PolicySet], source: str | None = None, *, strict: bool = False
 ) -> PolicySet:
     """A :class:`~cedarlite.PolicySet` from the EST (JSON text, bytes or a decoded object).
 
@@ -269,15 +269,14 @@ def policy_set_from_json(
     missing key counts as empty) or a single policy or template object (id ``policy0``).
     Policy ids are the object keys. ``strict=True`` rejects cedarlite's dialect methods.
     Raises :class:`~cedarlite.ParseError` naming the JSON path (and, for text, the line and
-    column) of the first problem.
+    column) of the first problem. ``policy_set`` is the class that holds and links the policies
+    (passed in: this stage sits below :mod:`cedarlite.policyset`).
     """
-    from .policyset import PolicySet
-
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
     obj = load_json(text, source, ParseError) if isinstance(text, str) else data
     try:
-        policies = _Reader(strict).policy_set(obj)
-        return PolicySet(policies, source=source)
+        policies = _Reader(strict, policy_set).policy_set(obj)
+        return policy_set(policies, source=source)
     except _Invalid as err:
         raise _located(err, text if isinstance(text, str) else None, source) from None
     except CedarliteError as err:  # duplicate ids, bad links: name the source
@@ -290,8 +289,6 @@ def policy_set_from_json(
 
 
 def _located(err: _Invalid, text: str | None, source: str | None) -> ParseError:
-    from .schema.model import json_path_text
-
     where = json_path_text(err.path) if err.path else "policy JSON"
     span = _locate(text, err.path) if text is not None else None
     return ParseError(
@@ -302,8 +299,9 @@ def _located(err: _Invalid, text: str | None, source: str | None) -> ParseError:
 class _Reader:
     """Reads EST objects into AST nodes, checking every key and type on the way."""
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, policy_set: type[PolicySet]) -> None:
         self.strict = strict
+        self.make_set = policy_set
 
     # -- policy sets and policies ------------------------------------------------------------
 
@@ -342,9 +340,7 @@ class _Reader:
         links = obj.get("templateLinks", [])
         if not isinstance(links, list):
             _fail(("templateLinks",), f"expected an array of links, got {_kind(links)}")
-        from .policyset import PolicySet
-
-        ps = PolicySet(out)
+        ps = self.make_set(out)
         for i, link in enumerate(links):
             path: Path = ("templateLinks", i)
             if not isinstance(link, dict):
@@ -716,46 +712,9 @@ def _describe(obj: Any) -> str:
 
 
 def _locate(text: str, path: Path) -> Span | None:
-    """The span of the innermost object or array on ``path`` in ``text`` (errors only)."""
-    positions: dict[int, int] = {}
-
-    class _Context:
-        strict = True
-        object_hook = None
-        parse_float = float
-        parse_int = int
-        parse_string = staticmethod(json.decoder.scanstring)  # type: ignore[attr-defined]
-
-        def __init__(self) -> None:
-            self.memo: dict[str, str] = {}
-
-        def parse_constant(self, name: str) -> Any:  # pragma: no cover - NaN etc.
-            return float(name)
-
-        def object_pairs_hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-            return dict(pairs)
-
-        def parse_object(self, s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
-            value, end = json.decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
-            positions[id(value)] = s_and_end[1] - 1
-            return value, end
-
-        def parse_array(self, s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
-            value, end = json.decoder.JSONArray(s_and_end, *args)  # type: ignore[attr-defined]
-            positions[id(value)] = s_and_end[1] - 1
-            return value, end
-
-    try:
-        scan = json.scanner.py_make_scanner(_Context())  # type: ignore[attr-defined]
-        start = len(text) - len(text.lstrip())
-        node, _ = scan(text, start)
-    except (ValueError, StopIteration, RecursionError):
-        return None
-    best = positions.get(id(node))
-    for step in path:
-        try:
-            node = node[step]
-        except (KeyError, IndexError, TypeError):
-            break
-        best = positions.get(id(node), best)
-    return None if best is None else Span.at(text, best, best + 1)
+    """The span of the deepest value on ``path`` that ``text`` holds (errors only)."""
+    for n in range(len(path), -1, -1):
+        span = json_span(text, path[:n])
+        if span is not None:
+            return span
+    return None

@@ -6,7 +6,8 @@ Semantics follow Cedar's formal model: strict left-to-right evaluation, with ``&
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import Any
 
 from . import _ops as ops
 from .ast import (
@@ -16,6 +17,7 @@ from .ast import (
     Call,
     Condition,
     ConditionKind,
+    Effect,
     Expr,
     GetAttr,
     Has,
@@ -38,21 +40,9 @@ from .ast import (
 )
 from .errors import EvaluationError
 from .ext import FUNCTIONS, METHODS
+from .request import Request
+from .response import Decision, PolicyError, Response
 from .values import CedarSet, EntityUID, Record
-
-
-class Request(NamedTuple):
-    """An authorization request: who (principal) does what (action) to what (resource).
-
-    ``context`` is a :class:`~cedarlite.values.Record`. (A named tuple: cheap to build and to
-    hash, which the decision cache does for every request.)
-    """
-
-    principal: EntityUID
-    action: EntityUID
-    resource: EntityUID
-    context: Record
-
 
 _BINARY = {
     BinOp.EQ: ops.eq,
@@ -206,3 +196,36 @@ def _entry_key(entry: tuple[str, Expr]) -> str:
 def evaluate(expr: Expr, request: Request, entities: ops.EntityStore) -> Any:
     """Evaluate one expression for a request (see :class:`Evaluator`)."""
     return Evaluator(request, entities).evaluate(expr)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference authorizer
+
+
+def decide(satisfied: Iterable[Policy], errors: Iterable[PolicyError] = ()) -> Response:
+    """Deny-overrides: Allow iff some permit is satisfied and no forbid is."""
+    permits: list[str] = []
+    forbids: list[str] = []
+    for p in satisfied:
+        (permits if p.effect is Effect.PERMIT else forbids).append(p.id)
+    if forbids:
+        return Response(Decision.DENY, tuple(forbids), tuple(errors))
+    if permits:
+        return Response(Decision.ALLOW, tuple(permits), tuple(errors))
+    return Response(Decision.DENY, (), tuple(errors))
+
+
+def evaluate_policies(
+    policies: Iterable[Policy], request: Request, entities: ops.EntityStore
+) -> Response:
+    """The reference authorizer: evaluate every policy with the interpreter, then decide."""
+    ev = Evaluator(request, entities)
+    satisfied: list[Policy] = []
+    errors: list[PolicyError] = []
+    for p in policies:
+        try:
+            if ev.policy_satisfied(p):
+                satisfied.append(p)
+        except EvaluationError as err:
+            errors.append(PolicyError(p.id, err.message))
+    return decide(satisfied, errors)

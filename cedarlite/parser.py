@@ -12,15 +12,14 @@ escape.
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
-from lark import Lark, Transformer
+from lark import Transformer
 
 from . import ast
-from ._lalr import END, Automaton, LexError, UnexpectedToken, grammar_text, make_token
+from ._lalr import END, Automaton, LexError, UnexpectedToken, build_lark
 from ._lalr import Tok as Token
 from .ast import (
     RESERVED,
@@ -37,7 +36,6 @@ from .ast import (
     UnaryOp,
     Var,
     is_action_type,
-    is_valid_type_name,
 )
 from .errors import ParseError
 from .ext import FUNCTIONS as EXT_FUNCTIONS
@@ -536,59 +534,18 @@ def _check_depth(expr: Expr) -> None:
 # ---------------------------------------------------------------------------------------------
 # Entry points
 
-_UID_RE = re.compile(
-    r'([_a-zA-Z][_a-zA-Z0-9]*(?:::[_a-zA-Z][_a-zA-Z0-9]*)*)::("(?:[^"\\]|\\.)*")', re.S
-)
-
-
-def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
-    """Parse ``Type::"id"`` (Cedar syntax, escapes decoded; surrounding whitespace allowed)."""
-    if not isinstance(text, str):
-        raise ParseError(f"entity uid must be a string, not {type(text).__name__}", source=source)
-    stripped = text.strip()
-    m = _UID_RE.fullmatch(stripped)
-    if m is None:
-        raise ParseError(
-            f'`{text}` is not an entity uid; expected `Type::"id"`',
-            span=Span.at(text, 0, len(text)),
-            text=text,
-            source=source,
-        )
-    offset = text.index(stripped)
-    type_name = m.group(1)
-    if not is_valid_type_name(type_name):
-        raise ParseError(
-            f"`{type_name}` is not a valid entity type name (reserved identifier or `__cedar`)",
-            span=Span.at(text, offset, offset + len(type_name)),
-            text=text,
-            source=source,
-        )
-    _state.reset(text, source, False)
-    try:
-        start = offset + m.start(2)
-        id_tok = make_token("STRING", m.group(2), start, 1, start + 1)
-        return EntityUID(type_name, _string(id_tok))
-    finally:
-        _state.reset("", None, False)
-
-
 _lock = threading.Lock()
 _automaton: Automaton | None = None
 
 
 def _parser() -> Automaton:
-    """The policy grammar's automaton (built once; Lark caches the tables on disk)."""
+    """The policy grammar's automaton (built once per process; tables cached, see
+    :func:`~cedarlite._lalr.build_lark`)."""
     global _automaton
     if _automaton is None:
         with _lock:
             if _automaton is None:
-                lark = Lark(
-                    grammar_text("cedar.lark"),
-                    parser="lalr",
-                    transformer=_Builder(),
-                    maybe_placeholders=False,
-                    cache=True,
-                )
+                lark = build_lark("cedar.lark", _Builder(), maybe_placeholders=False)
                 _automaton = Automaton(lark)
     return _automaton
 
@@ -691,7 +648,9 @@ def _unwrapped(err: ParseError, text: str, source: str | None) -> ParseError:
     span, message = err.span, err.message
     if span is not None:
         if span.start >= len(_EXPR_PREFIX) + len(text):  # at the wrapper's closing `}`
-            message = re.sub(r"^unexpected token `\}`", "unexpected end of input", message)
+            closing = "unexpected token `}`"
+            if message.startswith(closing):
+                message = "unexpected end of input" + message[len(closing) :]
         start = min(max(span.start - len(_EXPR_PREFIX), 0), len(text))
         end = min(max(span.end - len(_EXPR_PREFIX), start), len(text))
         span = Span.at(text, start, end)

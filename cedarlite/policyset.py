@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
-import threading
+from _thread import allocate_lock  # threading.Lock, without importing threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .ast import Policy, Scope, ScopeOp, SlotId
 from .errors import CedarliteError, PolicySetError
-from .parser import parse_entity_uid, parse_policies
+from .request import parse_entity_uid
 from .values import EntityUID
+
+if TYPE_CHECKING:
+    from .ast import Policy, Scope
 
 
 class PolicyOrigin(NamedTuple):
@@ -54,7 +56,7 @@ class PolicySet:
         self.source = source
         self._cache: dict[str, Any] = {}
         self._pending: tuple[str, bool] | None = None
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         # Ids the parser assigned (`policy0`...): the ones `merge` qualifies with the source
         # (None: every policy and template of a set parsed from text).
         self._positional: frozenset[str] | None = frozenset()
@@ -138,23 +140,36 @@ class PolicySet:
         path: str | os.PathLike[str],
         *,
         strict: bool = False,
-        cache_dir: str | os.PathLike[str] | None = None,
+        cache_dir: str | os.PathLike[str] | bool | None = None,
         id_annotations: bool = False,
     ) -> PolicySet:
         """Parse a ``.cedar`` file (errors name the file).
 
         With ``cache_dir``, the compiled form is stored there, keyed by the file's content, and
         reused by later loads of the same text in any process (the policies themselves are then
-        parsed only if something asks for them). The cache holds pickles: keep ``cache_dir`` as
-        private as your code, like ``__pycache__``.
+        parsed only if something asks for them). ``cache_dir=True`` is the per-user default,
+        ``$XDG_CACHE_HOME/cedarlite/policies`` (or ``~/.cache/cedarlite/policies``). The cache
+        holds code, so the directory must be private: it is created with mode 0700 and, before
+        every read, must belong to the current user and be writable by no one else, or a
+        :class:`~cedarlite.errors.CacheError` is raised.
         """
         name = os.fspath(path)
         text = _read_policy_file(name)
-        if cache_dir is None or id_annotations:
+        if cache_dir is None or cache_dir is False or id_annotations:
             return cls.from_str(text, name, strict=strict, id_annotations=id_annotations)
-        from .compiler.cache import load_cached
+        from ._cache_dir import ensure_private, private_dir
+        from .compiler import compiled
+        from .compiler.cache import load_compiled, store_compiled
 
-        return load_cached(text, name, strict, os.fspath(cache_dir))
+        directory = private_dir("policies") if cache_dir is True else ensure_private(cache_dir)
+        index = load_compiled(directory, text, strict)
+        if index is not None:
+            ps = cls._deferred(text, name, strict)
+            ps._cache["compiled"] = index
+            return ps
+        ps = cls.from_str(text, name, strict=strict)
+        store_compiled(directory, text, strict, compiled(ps))
+        return ps
 
     @classmethod
     def from_files(
@@ -211,7 +226,7 @@ class PolicySet:
         """
         from .est import policy_set_from_json
 
-        return policy_set_from_json(data, source, strict=strict)
+        return policy_set_from_json(data, cls, source, strict=strict)
 
     def to_json(self) -> dict[str, Any]:
         """Cedar's JSON policy format (EST) of the set, as Rust's ``PolicySet::to_json`` writes
@@ -270,6 +285,8 @@ class PolicySet:
         start = policy.span.start
         # Pad so that lines and columns come out as in the original text.
         padded = "\n" * (policy.span.line - 1) + " " * (policy.span.column - 1)
+        from .parser import parse_policies
+
         (reparsed,) = parse_policies(padded + text[start : policy.span.end], source)
         return replace(reparsed, id=policy.id)
 
@@ -514,6 +531,8 @@ def _as_uid(value: Any, slot: str) -> EntityUID:
 
 
 def _fill(scope: Scope, links: Mapping[str, EntityUID]) -> Scope:
+    from .ast import ScopeOp, SlotId  # linking only: a set loaded from a cache has no AST
+
     slot = scope.slot
     if slot is None:
         return scope

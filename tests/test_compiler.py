@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -76,7 +77,7 @@ def test_pickled_compiled_form_decides_the_same(sc):
     index = compiled(sc.policy_set)
     clone = pickle.loads(pickle.dumps(index))
     ents = cedarlite.Entities.from_json(sc.entities)
-    req = cedarlite.authorizer.make_request(sc.request)
+    req = cedarlite.request.make_request(sc.request)
     assert clone.authorize(req, ents, cache=False) == index.authorize(req, ents, cache=False)
 
 
@@ -88,7 +89,7 @@ def test_index_only_evaluates_matching_scopes():
     )
     ps = cedarlite.PolicySet.from_str(text)
     index = compiled(ps)
-    req = cedarlite.authorizer.make_request(
+    req = cedarlite.request.make_request(
         {
             "principal": 'User::"u7"',
             "action": 'Action::"read"',
@@ -298,3 +299,37 @@ def _pickle_with_state(state: dict) -> bytes:
             return (object.__new__, (CompiledPolicySet,), state)
 
     return pickle.dumps(Forged())
+
+
+def test_pickled_compiled_sets_keep_their_code_for_the_same_python_only(monkeypatch):
+    text = "\n".join(
+        f'permit (principal, action == Action::"a{i}", resource) when {{ context.n > {i} }};'
+        for i in range(20)
+    )
+    ps = cedarlite.PolicySet.from_str(text)
+    data = pickle.dumps(compiled(ps))
+    requests = [
+        {
+            "principal": 'U::"u"',
+            "action": f'Action::"a{i}"',
+            "resource": 'R::"r"',
+            "context": {"n": n},
+        }
+        for i in range(20)
+        for n in (0, 10, 30)
+    ]
+    expected = [cedarlite.is_authorized(r, ps) for r in requests]
+    from cedarlite.compiler import runtime
+
+    compiles = []
+    real = runtime.make_factory
+    monkeypatch.setattr(runtime, "make_factory", lambda body: compiles.append(body) or real(body))
+    same = pickle.loads(data)  # the same interpreter: the stored code is used, nothing compiled
+    assert compiles == []
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    other = pickle.loads(data)  # another interpreter: compiled again from the source
+    assert len(compiles) == 20
+    for index in (same, other):
+        ents = cedarlite.Entities()
+        reqs = [cedarlite.request.make_request(r) for r in requests]
+        assert [index.authorize(r, ents) for r in reqs] == expected

@@ -6,8 +6,8 @@ import pytest
 
 import cedarlite
 from cedarlite import Entities, EntitiesError, EntityUID, Request, RequestError, Schema
-from cedarlite.authorizer import make_request
 from cedarlite.ext import Decimal, IPAddr
+from cedarlite.request import make_request
 from cedarlite.values import CedarSet, Record
 
 U = EntityUID

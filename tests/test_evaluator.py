@@ -17,11 +17,11 @@ import pytest
 
 import cedarlite
 from cedarlite import Entities, PolicySet
-from cedarlite.authorizer import make_request
 from cedarlite.errors import EvaluationError
 from cedarlite.evaluator import evaluate
 from cedarlite.ext import Datetime, Decimal, Duration, IPAddr
 from cedarlite.parser import parse_policies
+from cedarlite.request import make_request
 from cedarlite.values import CedarSet, EntityUID, Record
 
 ENTITIES = [

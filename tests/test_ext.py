@@ -926,3 +926,13 @@ def test_differential_against_cedarpy(exprs: list[Any]) -> None:
 )  # fmt: skip
 def test_spec_examples_agree_with_cedarpy(expr: str) -> None:
     assert rust_outcomes([expr]) == [True]
+
+
+def test_days_in_month_matches_the_calendar_module():
+    import calendar
+
+    from cedarlite.ext.datetime import _days_in_month
+
+    for year in range(10000):  # Cedar's four-digit years
+        for month in range(1, 13):
+            assert _days_in_month(year, month) == calendar.monthrange(year, month)[1]

@@ -36,8 +36,9 @@ from cedarlite.ast import (
     Var,
     Variable,
 )
-from cedarlite.parser import parse_entity_uid, parse_policies
+from cedarlite.parser import parse_policies
 from cedarlite.printer import print_policies
+from cedarlite.request import parse_entity_uid
 from cedarlite.values import EntityUID
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from cedarlite.tools import ToolsError, explain, resolve_tools
-from cedarlite.tools.config import load_config
+from cedarlite.tools import ToolsError, explain, load_config, resolve_tools
 from cedarlite.tools.resolve import RunContext, ToolPolicy, tool_policy
 
 

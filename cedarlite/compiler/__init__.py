@@ -13,23 +13,25 @@ reusing it across processes.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+import marshal
+import sys
+from _thread import allocate_lock  # threading.Lock, without importing threading
+from collections.abc import Sequence
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
-from cachetools import LRUCache
-
-from ..ast import Effect, Policy
-from ..authorizer import Decision, PolicyError, Response, make_request
 from ..entities import Entities
 from ..errors import EvaluationError
-from ..evaluator import Request
-from .codegen import CondFn, build_condition, condition_source
+from ..request import Request
+from ..response import Decision, PolicyError, Response
 from .index import VarIndex, iter_bits, make_mask
+from .runtime import CondFn, build_condition, make_factory
 
 if TYPE_CHECKING:
+    from cachetools import LRUCache
+
+    from ..ast import Policy
     from ..policyset import PolicySet
-    from ..schema.model import Schema
 
 _NO_ANCESTORS: frozenset[Any] = frozenset()
 _DENY = Response(Decision.DENY)
@@ -37,7 +39,7 @@ _DENY = Response(Decision.DENY)
 DECISION_CACHE_SIZE = 4096
 """Entries of each compiled policy set's decision cache (LRU)."""
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Version of the pickled state; bumped whenever the compiled representation changes."""
 
 
@@ -59,6 +61,11 @@ class CompiledPolicySet:
 
     def __init__(self, policies: Sequence[Policy]) -> None:
         """Index ``policies`` (static or linked; templates must be left out)."""
+        # Building needs the AST and the code generator; deciding (and loading a compiled set
+        # from the compile cache) does not, so they are imported here only.
+        from ..ast import Effect
+        from .codegen import condition_source
+
         state = {
             "ids": tuple(p.id for p in policies),
             "principal": VarIndex(policies, "principal"),
@@ -71,9 +78,11 @@ class CompiledPolicySet:
         }
         self.__setstate__(state)
 
-    # -- pickling: the state is plain data; condition functions are rebuilt from source ------
+    # -- pickling: the state is plain data; condition functions are rebuilt from their source,
+    # or, by the same Python, from their compiled code (marshal), which skips compile() --------
 
     def __getstate__(self) -> dict[str, Any]:
+        bodies = {src[0] for src in self.sources if src is not None}
         return {
             "version": FORMAT_VERSION,
             "ids": self.ids,
@@ -82,6 +91,8 @@ class CompiledPolicySet:
             "resource": self.resource,
             "forbid_mask": self.forbid_mask,
             "sources": self.sources,
+            "python": sys.version,
+            "code": marshal.dumps({body: make_factory(body).__code__ for body in bodies}),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -93,14 +104,18 @@ class CompiledPolicySet:
         self.resource: VarIndex = state["resource"]
         self.forbid_mask: int = state["forbid_mask"]
         self.sources = state["sources"]
+        code: dict[str, CodeType] = {}
+        if state.get("python") == sys.version:  # marshal's format is the interpreter's own
+            code = marshal.loads(state["code"])
         self.conditions: tuple[CondFn | None, ...] = tuple(
-            build_condition(src) for src in self.sources
+            build_condition(src, code.get(src[0]) if src is not None else None)
+            for src in self.sources
         )
         self.unconditional_mask = make_mask(
             (i for i, c in enumerate(self.conditions) if c is None), len(self.ids)
         )
-        self._cache: LRUCache[Any, Response] = LRUCache(maxsize=DECISION_CACHE_SIZE)
-        self._lock = threading.Lock()
+        self._cache: LRUCache[Any, Response] | None = None  # made on first use
+        self._lock = allocate_lock()
 
     # -- deciding ------------------------------------------------------------------------------
 
@@ -132,12 +147,17 @@ class CompiledPolicySet:
             return self._authorize(request, entities)
         key = (entities.serial, request)
         with self._lock:
-            hit = self._cache.get(key)
+            lru = self._cache
+            if lru is None:
+                from cachetools import LRUCache  # only sets that cache load it
+
+                lru = self._cache = LRUCache(maxsize=DECISION_CACHE_SIZE)
+            hit = lru.get(key)
         if hit is not None:
             return hit
         response = self._authorize(request, entities)
         with self._lock:
-            self._cache[key] = response
+            lru[key] = response
         return response
 
     def _authorize(self, request: Request, entities: Entities) -> Response:
@@ -160,7 +180,7 @@ class CompiledPolicySet:
                     errors.append(
                         PolicyError(ids[i], "expression is nested too deeply to evaluate")
                     )
-        # INVARIANT: this is authorizer.decide (deny-overrides) on bitsets; reasons come out
+        # INVARIANT: this is evaluator.decide (deny-overrides) on bitsets; reasons come out
         # in policy order either way, and the property tests hold the two equal.
         forbids = satisfied & self.forbid_mask
         if forbids:
@@ -181,28 +201,3 @@ def compiled(policies: PolicySet) -> CompiledPolicySet:
         cached = CompiledPolicySet(policies.active)
         policies._cache["compiled"] = cached
     return cached
-
-
-def is_authorized_batch(
-    requests: Iterable[Request | Mapping[str, Any]],
-    policies: PolicySet | str,
-    entities: Entities | list[Any] | str | None = None,
-    *,
-    schema: Schema | None = None,
-    cache: bool = False,
-    engine: str = "compiled",
-) -> list[Response]:
-    """Decide many requests against one policy set and entity store (each parsed once).
-
-    ``cache`` and ``engine`` as in :func:`cedarlite.is_authorized`.
-    """
-    from ..authorizer import coerce_inputs, evaluate_policies
-
-    ps, ents = coerce_inputs(policies, entities, schema)
-    reqs = [make_request(r, schema=schema) for r in requests]
-    if engine == "reference":
-        return [evaluate_policies(ps.active, r, ents) for r in reqs]
-    if engine != "compiled":
-        raise ValueError(f"unknown engine `{engine}`; expected `compiled` or `reference`")
-    index = compiled(ps)
-    return [index.authorize(r, ents, cache=cache) for r in reqs]

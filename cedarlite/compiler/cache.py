@@ -1,65 +1,43 @@
-"""Reusing compiled policy sets across processes: a content-addressed cache directory.
+"""Reusing compiled policy sets across processes: content-addressed cache entries.
 
-The key is a hash of the policy text, the parse mode and the cedarlite version, so a cache
-entry can only ever be used for the exact text it was built from. Entries are written
-atomically (temporary file, then rename); a corrupt or foreign entry is ignored and rebuilt.
+The key is a hash of the policy text, the parse mode, the cedarlite version and the compiled
+format, so an entry can only ever be used for the exact text it was built from. Entries live in
+a private per-user directory (:mod:`cedarlite._cache_dir`: checked for owner and mode before
+every read, written atomically), because they are pickles whose conditions are Python source
+that runs on load. A corrupt or foreign entry is ignored and rebuilt.
+:meth:`cedarlite.PolicySet.from_file` is the way in.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import pickle
-import tempfile
-from typing import TYPE_CHECKING
+try:  # the C module behind hashlib.blake2b: `import hashlib` would first load OpenSSL, about
+    # 4 ms of a hook's cold start for one digest
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python without it: the public way
+    from hashlib import blake2b
 
-from . import FORMAT_VERSION, CompiledPolicySet, compiled
-
-if TYPE_CHECKING:
-    from ..policyset import PolicySet
+from .._cache_dir import load_pickle, store_pickle
+from .._version import __version__
+from . import FORMAT_VERSION, CompiledPolicySet
 
 
 def cache_key(text: str, strict: bool) -> str:
-    """The cache entry name for ``text`` parsed in the given mode by this cedarlite."""
-    from .. import __version__
-
-    h = hashlib.sha256()
+    """The cache key of ``text`` parsed in the given mode by this cedarlite (the entry is
+    ``<key>.pickle``)."""
+    h = blake2b(digest_size=32)
     h.update(f"cedarlite {__version__} format {FORMAT_VERSION} strict={strict}\0".encode())
     h.update(text.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 
-def load_cached(text: str, source: str | None, strict: bool, cache_dir: str) -> PolicySet:
-    """A policy set for ``text`` whose compiled form comes from (or goes to) ``cache_dir``."""
-    from ..policyset import PolicySet
-
-    path = os.path.join(cache_dir, cache_key(text, strict) + ".pickle")
-    try:
-        with open(path, "rb") as f:
-            index = pickle.load(f)
-        if not isinstance(index, CompiledPolicySet):
-            raise TypeError("not a compiled policy set")
-    except Exception:  # a missing, corrupt or foreign entry (any failure): rebuild it
-        ps = PolicySet.from_str(text, source, strict=strict)
-        _store(path, compiled(ps))
-        return ps
-    ps = PolicySet._deferred(text, source, strict)
-    ps._cache["compiled"] = index
-    return ps
+def load_compiled(directory: str, text: str, strict: bool) -> CompiledPolicySet | None:
+    """The cached compiled form of ``text``, or ``None`` (no entry, or one that does not load
+    as a compiled policy set). Raises :class:`~cedarlite.errors.CacheError` if ``directory``
+    is not private."""
+    index = load_pickle(directory, cache_key(text, strict) + ".pickle")
+    return index if isinstance(index, CompiledPolicySet) else None
 
 
-def _store(path: str, index: CompiledPolicySet) -> None:
-    """Write atomically; failing to cache (read-only directory...) is not an error."""
-    directory = os.path.dirname(path) or "."
-    try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(index, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+def store_compiled(directory: str, text: str, strict: bool, index: CompiledPolicySet) -> bool:
+    """Cache the compiled form of ``text`` (atomically; ``False`` if it could not be written)."""
+    return store_pickle(directory, cache_key(text, strict) + ".pickle", index)

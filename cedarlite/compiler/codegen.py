@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 from .. import _ops as ops
@@ -49,52 +47,13 @@ from ..ast import (
     Variable,
 )
 from ..errors import EvaluationError
-from ..evaluator import Evaluator, Request
+from ..evaluator import Evaluator
 from ..ext import FUNCTIONS, METHODS
-from ..values import I64_MAX, I64_MIN, CedarSet, EntityUID, Record
-
-CondFn = Callable[[EntityUID, EntityUID, EntityUID, Record, Any], bool]
+from ..request import Request
+from ..values import EntityUID, Record
+from .runtime import CondFn, make_factory
 
 _VAR_NAMES = {Var.PRINCIPAL: "P", Var.ACTION: "A", Var.RESOURCE: "R", Var.CONTEXT: "C"}
-
-_MISSING = object()
-
-# Names visible to generated code. Everything a condition calls comes from here.
-_GLOBALS: dict[str, Any] = {
-    "__builtins__": {},
-    "int": int,
-    "bool": bool,
-    "str": str,
-    "_MISSING": _MISSING,
-    "EntityUID": EntityUID,
-    "CedarSet": CedarSet,
-    "Record": Record,
-    "_b": ops.expect_bool,
-    "_not": ops.not_,
-    "_neg": ops.neg,
-    "_add": ops.add,
-    "_sub": ops.sub,
-    "_mul": ops.mul,
-    "_lt": ops.less,
-    "_le": ops.less_eq,
-    "_gt": ops.greater,
-    "_ge": ops.greater_eq,
-    "_eq": ops.eq,
-    "_in": ops.in_,
-    "_in_uid": ops.in_uid,
-    "_in_uids": ops.in_uids,
-    "_has": ops.has_attr,
-    "_ga": ops.get_attr,
-    "_like": ops.like,
-    "_is": ops.is_,
-    **{f"_e_{name}": fn for name, fn in ops.ENTITY_METHODS.items()},
-    "_LO": I64_MIN,
-    "_HI": I64_MAX,
-    **{f"_m_{name}": fn for name, fn in ops.PURE_METHODS.items()},
-    # Extension functions by name, so that constants stay plain (picklable) values.
-    **{f"_x_{f.name}": f.impl for f in (*FUNCTIONS.values(), *METHODS.values())},
-    **{f"_X_{f.name}": f for f in (*FUNCTIONS.values(), *METHODS.values())},
-}
 
 _BOOL_METHODS = frozenset(
     {*ops.PURE_METHODS, "hasTag"} | {name for name, f in METHODS.items() if f.returns == "Bool"}
@@ -403,24 +362,4 @@ def condition_source(policy: Policy) -> tuple[str, tuple[Any, ...]] | None:
 def compile_predicate(expr: Expr) -> CondFn:
     """A function deciding a boolean expression as a ``when`` clause would (compiled once)."""
     gen = _Gen()
-    return _make_factory(sys.intern(gen.bool_(expr)))(tuple(gen.consts))
-
-
-@lru_cache(maxsize=8192)
-def _make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
-    source = f"def _factory(K):\n def cond(P, A, R, C, E):\n  return {body}\n return cond\n"
-    namespace: dict[str, Any] = {}
-    exec(compile(source, "<cedarlite condition>", "exec"), _GLOBALS, namespace)
-    return namespace["_factory"]
-
-
-def build_condition(source: tuple[str, tuple[Any, ...]] | None) -> CondFn | None:
-    """The function for a :func:`condition_source` result (None when there is no condition).
-
-    The function returns a bool or raises :class:`EvaluationError`, exactly like evaluating the
-    conditions with :class:`~cedarlite.evaluator.Evaluator`.
-    """
-    if source is None:
-        return None
-    body, consts = source
-    return _make_factory(body)(consts)
+    return make_factory(sys.intern(gen.bool_(expr)))(tuple(gen.consts))

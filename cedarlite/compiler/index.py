@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from ..ast import Policy, Scope, ScopeOp, SlotId
 from ..values import EntityUID
+
+if TYPE_CHECKING:
+    from ..ast import Policy, Scope
 
 
 def make_mask(indices: Iterable[int], size: int) -> int:
@@ -48,6 +51,9 @@ class VarIndex:
     __slots__ = ("any", "eq", "in_", "is_", "is_in")
 
     def __init__(self, policies: Sequence[Policy], var: str) -> None:
+        """Index the ``var`` scopes of ``policies`` (loading from a cache skips this)."""
+        from ..ast import ScopeOp, SlotId  # building only: deciding needs no AST
+
         size = len(policies)
         any_: list[int] = []
         eq: dict[EntityUID, list[int]] = defaultdict(list)

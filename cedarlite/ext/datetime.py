@@ -16,12 +16,11 @@ ms`` in this order, each at most once, at least one group; ``-`` negates the who
 
 from __future__ import annotations
 
-import calendar
 import re
 from typing import Any
 
 from ..values import I64_MAX, I64_MIN
-from . import ExtensionValue, ExtFunction, expect, expect_string, extension_error, extn_json
+from ._base import ExtensionValue, ExtFunction, expect, expect_string, extension_error, extn_json
 
 MS_PER_SECOND = 1000
 MS_PER_MINUTE = 60 * MS_PER_SECOND
@@ -203,9 +202,17 @@ def _datetime_error(message: str) -> Exception:
     return extension_error("datetime", message)
 
 
+def _days_in_month(year: int, month: int) -> int:
+    """Days in ``month`` of ``year`` (proleptic Gregorian; ``calendar.monthrange``'s count,
+    without importing ``calendar``, which costs a hook process more than this module)."""
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
 def _check_date(text: str, year: int, month: int, day: int) -> int:
     """Days since the epoch of a calendar-valid date, else ``invalid date: <text>``."""
-    if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+    if not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month):
         raise _datetime_error(f"invalid date: {text}")
     return _days_from_civil(year, month, day)
 

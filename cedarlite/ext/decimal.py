@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..values import I64_MAX, I64_MIN
-from . import ExtensionValue, ExtFunction, expect, expect_string, extension_error, extn_json
+from ._base import ExtensionValue, ExtFunction, expect, expect_string, extension_error, extn_json
 
 NUM_DIGITS = 4
 _SCALE = 10**NUM_DIGITS

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import ExtensionValue, ExtFunction, expect, expect_string, extension_error, extn_json
+from ._base import ExtensionValue, ExtFunction, expect, expect_string, extension_error, extn_json
 
 _MAX_TEXT_BYTES = 43
 _WIDTH = {4: 32, 6: 128}

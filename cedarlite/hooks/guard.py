@@ -36,12 +36,12 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, NamedTuple
 
-from .. import Request  # the facade: Request is moving to its own module (#12a)
 from ..ast import Effect, Policy
 from ..authorizer import Decision, PolicyError, Response
 from ..compiler import compiled
 from ..entities import Entity, load_json
 from ..policyset import PolicySet
+from ..request import Request
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
 from ..tools.config import js_truthy
 from ..tools.names import norm, norm_agent_id

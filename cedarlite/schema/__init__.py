@@ -6,7 +6,8 @@ schema = Schema.from_str('entity User; action view appliesTo { principal: User, 
 ```
 """
 
-from .model import ActionDef, AppliesTo, EntityTypeDef, RequestEnv, Schema
+from .defs import ActionDef, AppliesTo, EntityTypeDef, RequestEnv
+from .model import Schema
 from .types import (
     BOOL,
     LONG,

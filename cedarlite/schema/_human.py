@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from lark import Lark, Transformer
+from lark import Transformer
 
-from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken, grammar_text
+from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken, build_lark
 from ..ast import RESERVED
 from ..errors import SchemaError
 from ..source import BadEscape, Span, decode_literal
 from ..values import EntityUID, quote_string
-from .model import (
+from .defs import (
     BUILTIN_TYPES,
     ActionDef,
     EntityTypeDef,
@@ -34,11 +34,13 @@ from .model import (
     RawRecord,
     RawRef,
     RawSet,
-    Schema,
     Where,
     namespace_of,
 )
 from .types import annotation_text, frozen_map, type_text
+
+if TYPE_CHECKING:
+    from .model import Schema
 
 # ---------------------------------------------------------------------------------------------
 # The grammar and its lexer
@@ -46,14 +48,7 @@ from .types import annotation_text, frozen_map, type_text
 
 @functools.cache
 def _parser() -> Automaton:
-    lark = Lark(
-        grammar_text("cedarschema.lark"),
-        parser="lalr",
-        transformer=_Builder(),
-        maybe_placeholders=True,
-        cache=True,
-    )
-    return Automaton(lark)
+    return Automaton(build_lark("cedarschema.lark", _Builder(), maybe_placeholders=True))
 
 
 class _Fail(Exception):

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ast import is_valid_ident
 from ..entities import json_kind
 from ..source import Span
-from .model import (
+from .defs import (
     ActionDef,
     EntityTypeDef,
     ErrorSite,
@@ -31,7 +31,6 @@ from .model import (
     RawRef,
     RawSet,
     RawType,
-    Schema,
     did_you_mean,
     namespace_of,
 )
@@ -50,6 +49,9 @@ from .types import (
     StringType,
     frozen_map,
 )
+
+if TYPE_CHECKING:
+    from .model import Schema
 
 Path = tuple[str | int, ...]
 

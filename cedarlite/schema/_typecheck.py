@@ -67,7 +67,8 @@ from ._lattice import (
     show,
     singleton,
 )
-from .model import Schema, did_you_mean
+from .defs import did_you_mean
+from .model import Schema
 from .types import (
     BOOL,
     EMPTY_RECORD,

@@ -11,14 +11,14 @@ added to the store, and requests are checked against the action's ``appliesTo``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..entities import Entity, JSONValueError, json_kind, uid_from_json, value_from_json
 from ..errors import EntitiesError, EvaluationError, RequestError
-from ..evaluator import Request
 from ..ext import CONSTRUCTORS
+from ..request import Request
 from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
-from .model import Schema, did_you_mean
+from .defs import did_you_mean
 from .types import (
     BoolType,
     CedarType,
@@ -29,6 +29,9 @@ from .types import (
     SetType,
     StringType,
 )
+
+if TYPE_CHECKING:
+    from .model import Schema
 
 
 class ConformError(Exception):

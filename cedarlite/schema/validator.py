@@ -54,7 +54,8 @@ from ..source import Located, Span
 from ..values import EntityUID
 from ._lattice import FALSE
 from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in
-from .model import Schema, did_you_mean
+from .defs import did_you_mean
+from .model import Schema
 from .types import RecordType
 
 Severity = Literal["error", "warning"]

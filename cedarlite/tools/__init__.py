@@ -20,8 +20,8 @@ assert res.allowed == ["read"] and res.removed == {"browser": "tools.profile"}
 
 from .catalog import ToolCatalog, ToolsError, mcp_tools
 from .compile import ToolPolicySet, compile_config
-from .config import ConfigError, ConfigIssue, check_config, load_config
-from .lint import RUN_CONTEXT_KEYS, lint_config
+from .config import ConfigError, ConfigIssue
+from .lint import RUN_CONTEXT_KEYS, check_config, lint_config, load_config
 from .params import ToolArgumentError, cedar_schema, normalize_tool_parameters
 from .resolve import (
     CallDecision,

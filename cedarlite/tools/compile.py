@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from .._jsonloc import json_path_text
 from ..ast import (
     And,
     Binary,
@@ -50,7 +51,6 @@ from ..ast import (
     Variable,
 )
 from ..policyset import PolicySet
-from ..schema.model import json_path_text
 from ..values import EntityUID
 from .catalog import (
     CORE_GROUPS,
@@ -70,7 +70,8 @@ from .catalog import (
     guard_depth,
     plugin_uid,
 )
-from .config import AgentTools, PolicyLists, ProviderEntry, ToolsConfig, load_config
+from .config import AgentTools, PolicyLists, ProviderEntry, ToolsConfig
+from .lint import load_config
 from .names import dedupe, expand, glob_regex, js_trim, norm, norm_agent_id, pattern_of, trim_lower
 
 # ---------------------------------------------------------------------------------------------

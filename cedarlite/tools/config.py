@@ -2,9 +2,9 @@
 
 The spec reads configurations leniently: a missing key and ``null`` are the same, a list field
 that is not an array counts as not set, an object field that is not an object is absent, entries
-that are not strings match nothing. :func:`load_config` reads exactly that way (never rejecting
-what the spec reads) and returns the errors :mod:`cedarlite.tools.lint` finds, each a
-:class:`ConfigIssue` naming its JSON path; ``strict=True`` turns them into a
+that are not strings match nothing. :func:`~cedarlite.tools.load_config` reads exactly that
+way (never rejecting what the spec reads); :mod:`cedarlite.tools.lint` finds its errors, each
+a :class:`ConfigIssue` naming its JSON path; ``strict=True`` turns them into a
 :class:`ConfigError`.
 
 One set of models serves both readings: every field is declared with its proper type, and a
@@ -28,8 +28,8 @@ from pydantic import (
     WrapValidator,
 )
 
+from .._jsonloc import json_path_text
 from ..errors import CedarliteError
-from ..schema.model import json_path_text
 from ..source import Span
 from ..values import I64_MAX
 
@@ -291,37 +291,12 @@ class ToolsConfig(_Model):
 # Loading
 
 
-def load_config(
-    config: Mapping[str, Any] | str | None, *, strict: bool = False
-) -> tuple[ToolsConfig, tuple[ConfigIssue, ...]]:
-    """Read a tools configuration (a dict, JSON text or ``None``) the way the spec reads it.
-
-    Returns the model and the configuration's errors (see :func:`check_config`). With
-    ``strict=True`` an error raises :class:`ConfigError`. A configuration that is not a JSON
-    object always raises.
-    """
-    from .lint import as_object, errors_of, lint_config, raise_errors
-
-    raw = as_object(config)
-    model = read_config(raw)
-    findings = lint_config(raw)
-    if strict:
-        raise_errors(findings)
-    return model, tuple(errors_of(findings))
-
-
 def read_config(raw: Mapping[str, Any]) -> ToolsConfig:
     """The model of a configuration object, read leniently as the spec reads it (no checks)."""
     try:
         return ToolsConfig.model_validate(raw, context={"lenient": True})
     except ValidationError as err:  # pragma: no cover - the lenient reading accepts all
         raise ConfigError(f"cannot read the tools configuration: {err}") from None
-
-
-def check_config(config: Mapping[str, Any] | str | None) -> tuple[ConfigIssue, ...]:
-    """The errors of a configuration, checked without a catalog (see
-    :func:`cedarlite.tools.lint_config`, which also takes the run's tools and context)."""
-    return load_config(config)[1]
 
 
 def js_truthy(value: Any) -> bool:

@@ -37,7 +37,7 @@ from .catalog import (
     PROFILES,
     ToolCatalog,
 )
-from .config import ConfigError, ConfigIssue, js_truthy
+from .config import ConfigError, ConfigIssue, ToolsConfig, js_truthy, read_config
 from .names import glob_regex, js_trim, norm, norm_agent_id, trim_lower
 
 Loc = tuple[str | int, ...]
@@ -623,3 +623,26 @@ def raise_errors(findings: Iterable[ConfigIssue], what: str = "tools configurati
         f"invalid {what} at `{first.path}`: {first.message}{hint}{more}",
         issues=tuple(sorted(findings, key=lambda f: f.severity != "error")),
     )
+
+
+def load_config(
+    config: Mapping[str, Any] | str | None, *, strict: bool = False
+) -> tuple[ToolsConfig, tuple[ConfigIssue, ...]]:
+    """Read a tools configuration (a dict, JSON text or ``None``) the way the spec reads it.
+
+    Returns the model and the configuration's errors (see :func:`check_config`). With
+    ``strict=True`` an error raises :class:`ConfigError`. A configuration that is not a JSON
+    object always raises.
+    """
+    raw = as_object(config)
+    model = read_config(raw)
+    findings = lint_config(raw)
+    if strict:
+        raise_errors(findings)
+    return model, tuple(errors_of(findings))
+
+
+def check_config(config: Mapping[str, Any] | str | None) -> tuple[ConfigIssue, ...]:
+    """The errors of a configuration, checked without a catalog (see
+    :func:`cedarlite.tools.lint_config`, which also takes the run's tools and context)."""
+    return load_config(config)[1]

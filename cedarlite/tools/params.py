@@ -34,7 +34,8 @@ from ..ast import RESERVED
 from ..entities import Entity, json_kind
 from ..errors import CedarliteError
 from ..ext.decimal import Decimal
-from ..schema.model import ActionDef, AppliesTo, EntityTypeDef, Schema
+from ..schema.defs import ActionDef, AppliesTo, EntityTypeDef
+from ..schema.model import Schema
 from ..schema.types import (
     BOOL,
     LONG,

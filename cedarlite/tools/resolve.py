@@ -25,13 +25,14 @@ from typing import Any
 from cachetools import LRUCache
 
 from ..ast import Effect, Policy, ScopeOp
-from ..authorizer import Decision, Response, is_authorized
-from ..compiler import is_authorized_batch
+from ..authorizer import is_authorized, is_authorized_batch
 from ..compiler.codegen import compile_predicate
 from ..entities import Entities
 from ..errors import CedarliteError, ValidationError
-from ..evaluator import Evaluator, Request
+from ..evaluator import Evaluator
 from ..policyset import PolicySet
+from ..request import Request
+from ..response import Decision, Response
 from ..schema.model import Schema
 from ..schema.validator import ValidationIssue, ValidationResult, Validator
 from ..values import I64_MAX, I64_MIN, EntityUID, Record

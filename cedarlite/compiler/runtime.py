@@ -1,0 +1,88 @@
+"""The run time of generated conditions: the names generated code may use, and the factory
+that turns a condition's source into a function ``cond(P, A, R, C, E) -> bool``.
+
+Kept apart from :mod:`.codegen` (which writes the source from the AST) so that a compiled
+policy set loaded from the compile cache rebuilds its conditions without the syntax tree
+classes, the reference interpreter or the code generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from types import CodeType, FunctionType
+from typing import Any
+
+from .. import _ops as ops
+from ..ext import FUNCTIONS, METHODS
+from ..values import I64_MAX, I64_MIN, CedarSet, EntityUID, Record
+
+CondFn = Callable[[EntityUID, EntityUID, EntityUID, Record, Any], bool]
+
+_MISSING = object()
+
+# Names visible to generated code. Everything a condition calls comes from here.
+_GLOBALS: dict[str, Any] = {
+    "__builtins__": {},
+    "int": int,
+    "bool": bool,
+    "str": str,
+    "_MISSING": _MISSING,
+    "EntityUID": EntityUID,
+    "CedarSet": CedarSet,
+    "Record": Record,
+    "_b": ops.expect_bool,
+    "_not": ops.not_,
+    "_neg": ops.neg,
+    "_add": ops.add,
+    "_sub": ops.sub,
+    "_mul": ops.mul,
+    "_lt": ops.less,
+    "_le": ops.less_eq,
+    "_gt": ops.greater,
+    "_ge": ops.greater_eq,
+    "_eq": ops.eq,
+    "_in": ops.in_,
+    "_in_uid": ops.in_uid,
+    "_in_uids": ops.in_uids,
+    "_has": ops.has_attr,
+    "_ga": ops.get_attr,
+    "_like": ops.like,
+    "_is": ops.is_,
+    **{f"_e_{name}": fn for name, fn in ops.ENTITY_METHODS.items()},
+    "_LO": I64_MIN,
+    "_HI": I64_MAX,
+    **{f"_m_{name}": fn for name, fn in ops.PURE_METHODS.items()},
+    # Extension functions by name, so that constants stay plain (picklable) values.
+    **{f"_x_{f.name}": f.impl for f in (*FUNCTIONS.values(), *METHODS.values())},
+    **{f"_X_{f.name}": f for f in (*FUNCTIONS.values(), *METHODS.values())},
+}
+
+
+@lru_cache(maxsize=8192)
+def make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
+    """The function ``K -> cond`` for one condition body (compiled once per distinct body:
+    policies that differ only in their literals, hoisted into ``K``, share it)."""
+    source = f"def _factory(K):\n def cond(P, A, R, C, E):\n  return {body}\n return cond\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<cedarlite condition>", "exec"), _GLOBALS, namespace)
+    return namespace["_factory"]
+
+
+def build_condition(
+    source: tuple[str, tuple[Any, ...]] | None, code: CodeType | None = None
+) -> CondFn | None:
+    """The function for a :func:`~.codegen.condition_source` result (None: no condition).
+
+    ``code`` is the code of the source's factory, kept from an earlier compile (a compiled set
+    loaded from the compile cache): it skips compiling the source. The function returns a bool
+    or raises :class:`EvaluationError`, exactly like evaluating the conditions with
+    :class:`~cedarlite.evaluator.Evaluator`.
+    """
+    if source is None:
+        return None
+    body, consts = source
+    if code is not None:  # the factory's code, compiled before (a cached compiled set)
+        factory: Callable[[tuple[Any, ...]], CondFn] = FunctionType(code, _GLOBALS)
+        return factory(consts)
+    return make_factory(body)(consts)
