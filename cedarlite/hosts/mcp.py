@@ -113,7 +113,8 @@ class PolicyMiddleware:
         result = _wire(await call_next(ctx))
         cursor = ctx.params.get("cursor") if isinstance(ctx.params, Mapping) else None
         try:
-            self.gate.observe(result.get("tools"), first_page=not cursor)
+            last = not isinstance(result.get("nextCursor"), str) or not result["nextCursor"]
+            self.gate.observe(result.get("tools"), first_page=not cursor, last_page=last)
             kept = self.gate.filter(result.get("tools"))
         except Exception as err:  # an error of ours: show no tool
             log.error("cedarlite: filtering tools/list failed: %r", err)
@@ -139,11 +140,10 @@ class PolicyMiddleware:
             )
         except Exception as err:  # an error of ours: deny, never run the tool
             log.error("cedarlite: deciding `%s` failed: %r", name, err)
-            return denial(
-                f"Tool call blocked: cedarlite failed to decide it ({type(err).__name__})."
-            )
+            reason = f"Tool call blocked: cedarlite failed to decide it ({type(err).__name__})."
+            return denial(reason, ctx.protocol_version)
         if not verdict.allowed:
-            return verdict.result
+            return denial(verdict.reason or "Tool call blocked", ctx.protocol_version)
         try:
             result = await call_next(ctx)
         except MCPError as err:
@@ -160,9 +160,10 @@ class PolicyMiddleware:
                 ctx, method="tools/list", params={"cursor": cursor} if cursor else None
             )
             result = _wire(await call_next(listing))
-            self.gate.observe(result.get("tools"), first_page=page == 0)
             cursor = result.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
+            last = not isinstance(cursor, str) or not cursor
+            self.gate.observe(result.get("tools"), first_page=page == 0, last_page=last)
+            if last:
                 return
 
     def _asker(self, ctx: ServerRequestContext[Any, Any], name: str) -> Any:

@@ -54,9 +54,17 @@ _ASKING: contextvars.ContextVar[tuple[Ask | None, list[ApprovalRequest]] | None]
 Rules = PolicySet | str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None
 
 
-def denial(reason: str) -> dict[str, Any]:
-    """The ``tools/call`` result of a denied call: the reason as text, ``isError: true``."""
-    return {"content": [{"type": "text", "text": reason}], "isError": True}
+#: The first MCP revision whose results carry ``resultType`` (sessionless, 2026-07-28).
+MODERN_SINCE = "2026-07-28"
+
+
+def denial(reason: str, protocol_version: Any = None) -> dict[str, Any]:
+    """The ``tools/call`` result of a denied call: the reason as text, ``isError: true``
+    (with ``resultType: "complete"`` when the call's protocol version requires it)."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": reason}], "isError": True}
+    if isinstance(protocol_version, str) and protocol_version >= MODERN_SINCE:
+        result["resultType"] = "complete"
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +72,13 @@ class Verdict:
     """The gate's answer for one ``tools/call``.
 
     ``allowed`` says whether to run the call; ``tool`` is the call's catalog name
-    (``<server>__<tool>``); ``reason`` and ``result`` (the ``CallToolResult`` wire dict to
-    answer with) are set for a denial; ``outcome`` is the guard's (``None`` when no guard could
-    decide).
+    (``<server>__<tool>``); ``reason`` is set for a denial (answer with :func:`denial`);
+    ``outcome`` is the guard's (``None`` when no guard could decide).
     """
 
     allowed: bool
     tool: str
     reason: str | None = None
-    result: dict[str, Any] | None = None
     outcome: Outcome | None = None
 
 
@@ -112,6 +118,7 @@ class McpGate:
         self._server = server if isinstance(server, str) and server.strip() else None
         self.session = f"mcp:{uuid.uuid4().hex[:16]}"
         self._tools: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        self._listing: dict[str, tuple[str, Mapping[str, Any]]] = {}  # a listing in progress
         self._built: dict[str, str] | None = None  # the tools the current state was built for
         self._names: dict[str, str] = {}
         self._offered: frozenset[str] = frozenset()
@@ -212,9 +219,11 @@ class McpGate:
             if self._tools:
                 self._build()
 
-    def observe(self, tools: Any, *, first_page: bool = True) -> None:
-        """Learn the tools of one ``tools/list`` page (a first page starts a new listing)."""
-        listed: dict[str, tuple[str, Mapping[str, Any]]] = {} if first_page else dict(self._tools)
+    def observe(self, tools: Any, *, first_page: bool = True, last_page: bool = True) -> None:
+        """Learn the tools of one ``tools/list`` page. Pages add tools as they arrive; the last
+        page (no ``nextCursor``) completes the listing, which then replaces the known tools.
+        The policy is rebuilt only when the tools (names or input schemas) change."""
+        page: dict[str, tuple[str, Mapping[str, Any]]] = {}
         for tool in tools if isinstance(tools, list) else ():
             if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
                 continue
@@ -223,9 +232,13 @@ class McpGate:
                 key = _json.canonical(schema)
             except _json.NotJSON:  # never from parsed JSON; refuse the schema all the same
                 key, schema = "", None
-            listed[tool["name"]] = (key, {"inputSchema": schema} if schema is not None else {})
-        if _keys(listed) != self._built:
-            self._tools = listed
+            page[tool["name"]] = (key, {"inputSchema": schema} if schema is not None else {})
+        if first_page:
+            self._listing = {}
+        self._listing.update(page)
+        known = dict(self._listing) if last_page else {**self._tools, **page}
+        self._tools = known
+        if _keys(known) != self._built:
             self._build()
 
     def forget(self) -> None:
@@ -277,7 +290,7 @@ class McpGate:
         guard = self._guard
         if guard is None:
             reason = f"Tool call blocked: {self._error}."
-            return Verdict(False, tool, reason, denial(reason))
+            return Verdict(False, tool, reason)
         asked: list[ApprovalRequest] = []
         token = _ASKING.set((ask, asked))
         try:
@@ -290,7 +303,7 @@ class McpGate:
         if outcome.allowed:
             return Verdict(True, tool, outcome=outcome)
         reason = _reason(outcome, asked)
-        return Verdict(False, tool, reason, denial(reason), outcome)
+        return Verdict(False, tool, reason, outcome)
 
     def record(
         self,

@@ -69,6 +69,7 @@ STOP_GRACE = 2.0
 _CHUNK = 1 << 16
 _META_PREFIX = "io.modelcontextprotocol/"
 _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 _PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _INTERNAL = -32700, -32600, -32602, -32603
 _TOO_LONG: Any = object()
 
@@ -232,7 +233,7 @@ def _field(value: Any, key: str) -> Any:
 def _parse(line: bytes) -> tuple[Any, str | None]:
     """The message of a line, or ``None`` and why it cannot be read."""
     try:
-        return json.loads(line), None
+        return json.loads(line.decode("utf-8")), None
     except RecursionError:
         return None, "the message is nested too deeply"
     except UnicodeDecodeError:
@@ -509,10 +510,12 @@ class McpProxy:
                     )
                 )
                 return
-            verdict_result: dict[str, Any] | None
+            meta = params.get("_meta")
+            version = meta.get(_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+            reason: str | None
             try:
                 if not self.gate.knows(name):
-                    await self._refresh(params.get("_meta"))
+                    await self._refresh(meta)
                 can_ask = form_elicitation(self._client_caps)
                 verdict = await self.gate.decide(
                     name,
@@ -520,20 +523,17 @@ class McpProxy:
                     call_id=str(rid),
                     ask=self._ask(f"{name} (server {self.gate.server})") if can_ask else None,
                 )
-                verdict_result = None if verdict.allowed else verdict.result
+                reason = None if verdict.allowed else verdict.reason or "Tool call blocked"
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # an error of ours: deny, never forward
                 log.error("cedarlite mcp-proxy: deciding `%s` failed: %s", name, err)
-                verdict_result = denial(
-                    f"Tool call blocked: cedarlite failed to decide it ({type(err).__name__})."
-                )
+                reason = f"Tool call blocked: cedarlite failed to decide it ({type(err).__name__})."
             if self._deciding.pop(key, None) is None:
                 return  # cancelled by the client meanwhile
-            if verdict_result is not None:
-                await self._send_client(
-                    _encode({"jsonrpc": "2.0", "id": rid, "result": verdict_result})
-                )
+            if reason is not None:
+                result = denial(reason, version)
+                await self._send_client(_encode({"jsonrpc": "2.0", "id": rid, "result": result}))
                 return
             self._pending[key] = ("tools/call", name, arguments)
             await self._send_upstream(line)
@@ -571,9 +571,10 @@ class McpProxy:
             if not isinstance(result, Mapping):
                 raise ProxyError(f"the upstream answered `tools/list` with {answer.get('error')}")
             self._learn(result)
-            self.gate.observe(result.get("tools"), first_page=page == 0)
             cursor = result.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
+            last = not isinstance(cursor, str) or not cursor
+            self.gate.observe(result.get("tools"), first_page=page == 0, last_page=last)
+            if last:
                 return
 
     async def _request_upstream(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -700,7 +701,9 @@ class McpProxy:
     ) -> bytes:
         tools = result.get("tools")
         try:
-            self.gate.observe(tools, first_page=first)
+            cursor = result.get("nextCursor")
+            last = not isinstance(cursor, str) or not cursor
+            self.gate.observe(tools, first_page=first, last_page=last)
             kept = self.gate.filter(tools)
         except Exception as err:  # an error of ours: show nothing
             log.error("cedarlite mcp-proxy: filtering `tools/list` failed: %s", err)
