@@ -485,3 +485,35 @@ def test_mistakes_refuse_to_start(tmp_path: Path, capsys: pytest.CaptureFixture[
     code, err = _cli("--config", good, "--", str(tmp_path / "no-such-server"), capsys=capsys)
     assert code == 1 and "cannot start the upstream server" in err
     assert not marker.exists()
+
+
+def test_readme_client_configuration_runs(tmp_path: Path) -> None:
+    """The README's ``mcpServers`` recipe, with ``npx`` replaced by the installed server."""
+    import re
+
+    readme = (EXAMPLE.parent.parent / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if "mcpServers" in b]
+    entry = json.loads(block)["mcpServers"]["files"]
+    assert entry["command"] == "cedarlite"
+    args = entry["args"]
+    at = args.index("npx")
+    assert args[at : at + 3] == ["npx", "-y", "@modelcontextprotocol/server-filesystem"]
+    root = tmp_path / "project"
+    (root / "drafts").mkdir(parents=True)
+    args = [*args[:at], "node", str(filesystem_server()), str(root)]
+    args = [str(EXAMPLE.parent.parent / a) if a.startswith("examples/") else a for a in args]
+    args[args.index("decisions.jsonl")] = str(tmp_path / "decisions.jsonl")
+
+    async def scenario() -> None:
+        async with session(["-m", "cedarlite", *args]) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "write_file" in names and "move_file" not in names
+            ok = await client.call_tool(
+                "write_file", {"path": str(root / "drafts/a.md"), "content": "a"}
+            )
+            assert not ok.is_error, text(ok)
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+    assert (tmp_path / "decisions.jsonl").read_text().count('"decision":"allow"') == 1
