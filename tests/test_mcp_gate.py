@@ -193,3 +193,19 @@ def test_denial_shape() -> None:
     assert denial("no") == {"content": [{"type": "text", "text": "no"}], "isError": True}
     assert denial("no", "2025-11-25") == denial("no")
     assert denial("no", "2026-07-28")["resultType"] == "complete"
+
+
+def test_run_context_is_checked_and_used() -> None:
+    config = {
+        "tools": {"profile": "coding"},
+        "agents": {"list": [{"id": "main", "default": True}, {"id": "reader",
+                            "tools": {"allow": ["s__read_text_file"]}}]},
+    }  # fmt: skip
+    with pytest.raises(ConfigError):
+        McpGate(config, context={"agentID": "reader"})  # a misspelled key is an error
+    with pytest.raises(ConfigError):
+        McpGate(config, context={"agentId": "writer"})  # an agent the configuration lacks
+    gate = McpGate(config, context={"agentId": "reader"}, server="s")
+    gate.observe(TOOLS)
+    assert [t["name"] for t in gate.filter(TOOLS)] == ["read_text_file"]
+    assert "agents.reader.tools.allow" in decide(gate, "write_file", {}).reason

@@ -292,6 +292,8 @@ class McpProxy:
         """Start the upstream, relay until one side ends, stop the upstream; the exit code:
         0 when the client ended the session (or a signal did), else 1."""
         loop = asyncio.get_running_loop()
+        self._to_client = await _Output.open(self._stdout_fd)
+        read_client = await _stdin_reader(self._stdin_fd)
         try:
             self._upstream = await asyncio.create_subprocess_exec(
                 *self.command,
@@ -303,8 +305,6 @@ class McpProxy:
             raise ProxyError(
                 f"cannot start the upstream server `{self.command[0]}`: {err.strerror or err}"
             ) from None
-        self._to_client = await _Output.open(self._stdout_fd)
-        read_client = await _stdin_reader(self._stdin_fd)
         handled = []
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -312,9 +312,21 @@ class McpProxy:
                 handled.append(sig)
         assert self._upstream.stdout is not None
         pumps = [
-            asyncio.create_task(self._pump_client(_Lines(read_client, self.max_message_bytes))),
             asyncio.create_task(
-                self._pump_upstream(_Lines(self._upstream.stdout.read, self.max_message_bytes))
+                self._pump(
+                    _Lines(read_client, self.max_message_bytes),
+                    "client",
+                    self._from_client,
+                    self._client_too_long,
+                )
+            ),
+            asyncio.create_task(
+                self._pump(
+                    _Lines(self._upstream.stdout.read, self.max_message_bytes),
+                    "upstream",
+                    self._from_upstream,
+                    self._upstream_too_long,
+                )
             ),
         ]
         try:
@@ -389,21 +401,35 @@ class McpProxy:
 
     # -- client -> upstream --------------------------------------------------------------
 
-    async def _pump_client(self, lines: _Lines) -> None:
+    async def _pump(
+        self,
+        lines: _Lines,
+        side: str,
+        handle: Callable[[bytes], Awaitable[None]],
+        too_long: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Hand each line from one side to ``handle``, until that side's stream ends."""
         try:
             while (line := await lines.next()) is not None:
                 if line is _TOO_LONG:
-                    await self._send_client(
-                        _error(None, _INVALID_REQUEST, self._too_long("the message"))
-                    )
-                    continue
-                if line.strip():
+                    await too_long()
+                elif line.strip():
                     try:
-                        await self._from_client(line)
+                        await handle(line)
                     except Exception as err:  # a bug of ours: that message is lost, not others
-                        log.error("cedarlite mcp-proxy: a client message failed: %r", err)
+                        log.error(
+                            "cedarlite mcp-proxy: a message from the %s failed: %r", side, err
+                        )
         finally:
-            self._stop("client")
+            self._stop(side)
+
+    async def _client_too_long(self) -> None:
+        await self._send_client(_error(None, _INVALID_REQUEST, self._too_long("the message")))
+
+    async def _upstream_too_long(self) -> None:
+        log.error(
+            "cedarlite mcp-proxy: dropped a message from the upstream: %s", self._too_long("it")
+        )
 
     def _too_long(self, what: str) -> str:
         return f"{what} is longer than {self.max_message_bytes} bytes"
@@ -632,23 +658,6 @@ class McpProxy:
         return ask
 
     # -- upstream -> client --------------------------------------------------------------
-
-    async def _pump_upstream(self, lines: _Lines) -> None:
-        try:
-            while (line := await lines.next()) is not None:
-                if line is _TOO_LONG:
-                    log.error(
-                        "cedarlite mcp-proxy: dropped a message from the upstream: %s",
-                        self._too_long("it"),
-                    )
-                    continue
-                if line.strip():
-                    try:
-                        await self._from_upstream(line)
-                    except Exception as err:  # a bug of ours: that message is lost, not others
-                        log.error("cedarlite mcp-proxy: an upstream message failed: %r", err)
-        finally:
-            self._stop("upstream")
 
     async def _from_upstream(self, line: bytes) -> None:
         msg, problem = _parse(line)
