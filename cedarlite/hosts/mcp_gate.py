@@ -130,9 +130,9 @@ class McpGate:
 
     def _check(self) -> None:
         """Check what can be checked before the server lists its tools: the configuration and
-        context (a guard over no tools; an allowlist that needs the server's tools is fine
-        here), the rules' syntax, and the decision log. The rules are validated against the
-        tools' schemas when the tools are known (they name tools such as ``fs__write_file``)."""
+        the context (strictly, against no tools), the rules' syntax, and the decision log. The
+        rules are validated against the tools' schemas when the tools are known (they name
+        tools such as ``fs__write_file``)."""
         ToolPolicy(self._config, [], strict=self._strict).check_context(self._context)
         rules = self._rules
         if isinstance(rules, str):
@@ -178,8 +178,8 @@ class McpGate:
             self._error = f"no tool of server `{self._server}` is allowed: {err}"
             log.warning("cedarlite: %s", self._error)
             return
-        except CedarliteError as err:
-            rendered = err.render()
+        except Exception as err:  # rules that do not validate, or an error of ours: fail closed
+            rendered = err.render() if isinstance(err, CedarliteError) else repr(err)
             first = rendered.splitlines()[0] if rendered else type(err).__name__
             self._error = f"the policy cannot be applied to the tools of `{self._server}`: {first}"
             log.error(
