@@ -527,9 +527,9 @@ def cmd_tools_shipped(args: argparse.Namespace) -> int:
 
 def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     """A gating stdio MCP proxy in front of ``COMMAND`` (see :mod:`cedarlite.hosts.mcp_proxy`):
-    the configuration, context and rules are checked before the upstream starts (exit 3 for
-    mistakes); the exit code is then 0 when the client ends the session, 1 when the upstream
-    fails."""
+    the configuration and context (exit 3 for mistakes) and the rules' syntax (exit 1) are
+    checked before the upstream starts; the exit code is then 0 when the client ends the
+    session, 1 when the upstream fails."""
     from .hosts.mcp_gate import McpGate
     from .hosts.mcp_proxy import run_proxy
     from .shipped import resolve
@@ -559,19 +559,17 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
         _report(sc, err.issues)
         print(f"error: refusing to start: {_summary(err.issues)}", file=sys.stderr)
         return EXIT_INVALID
-    except ValidationError as err:
-        print(err.render(), file=sys.stderr)
-        print("error: refusing to start: the rules do not validate", file=sys.stderr)
-        return EXIT_INVALID
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("cedarlite")
+    level = logger.level
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.INFO)  # the proxy's stderr is the client's log of the server
     try:
         return run_proxy(gate, command, max_message_bytes=args.max_message_bytes)
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _call_problem(call: Any, i: int) -> _Problem | None:
