@@ -18,6 +18,7 @@ cedarlite tools check scenario.json --rules policies/exec-commands.cedar [--leni
 cedarlite tools lint config.json [--tools tools.json] [--context ctx.json]
 cedarlite tools schema scenario.json            # the Cedar schema of the scenario's tools
 cedarlite tools shipped                         # shipped policies and examples: cedarlite:NAME
+cedarlite mcp-proxy --config tools.json [--rules r.cedar]... [--server NAME] -- COMMAND [ARGS...]
 ```
 
 ``--policies`` takes a file or a directory (every ``*.cedar`` file under it) and may be repeated;
@@ -576,6 +577,53 @@ def cmd_tools_shipped(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp_proxy(args: argparse.Namespace) -> int:
+    """A gating stdio MCP proxy in front of ``COMMAND`` (see :mod:`cedarlite.hosts.mcp_proxy`):
+    the configuration and context (exit 3 for mistakes) and the rules' syntax (exit 1) are
+    checked before the upstream starts; the exit code is then 0 when the client ends the
+    session, 1 when the upstream fails."""
+    from .hosts.mcp_gate import McpGate
+    from .hosts.mcp_proxy import run_proxy
+    from .shipped import resolve
+    from .tools import ConfigError
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise _UsageError(
+            "cedarlite mcp-proxy: error: give the upstream server's command after `--`"
+        )
+    if args.max_message_bytes < 1024:
+        raise _UsageError("cedarlite mcp-proxy: error: --max-message-bytes must be at least 1024")
+    doc = _Doc.read(args.config, "configuration")
+    context_doc = _Doc.read(args.context, "context") if args.context else None
+    context = context_doc.data if context_doc is not None else None
+    sc = _Scenario(doc, doc.data, [], context, [], (), context_doc)
+    try:
+        with sc.blame():
+            gate = McpGate(
+                doc.data,
+                rules=[resolve(r) for r in args.rules] if args.rules else None,
+                context=context,
+                server=args.server,
+                decision_log=args.decision_log,
+            )
+    except ConfigError as err:
+        _report(sc, err.issues)
+        print(f"error: refusing to start: {_summary(err.issues)}", file=sys.stderr)
+        return EXIT_INVALID
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("cedarlite")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)  # the proxy's stderr is the client's log of the server
+    try:
+        return run_proxy(gate, command, max_message_bytes=args.max_message_bytes)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def _call_problem(call: Any, i: int) -> _Problem | None:
     """What is wrong with the shape of ``calls[i]`` (``None``: nothing)."""
     if not isinstance(call, dict):
@@ -1014,6 +1062,36 @@ def _parser() -> argparse.ArgumentParser:
     ts.add_argument("scenario", help="a scenario file, or a JSON array of tools")
     ts.add_argument("--json", action="store_true", help="the JSON schema format")
     ts.set_defaults(run=cmd_tools_schema)
+
+    mp = sub.add_parser(
+        "mcp-proxy",
+        help="a stdio MCP server that gates another one: filters tools/list, decides tools/call",
+        description="Start COMMAND as the upstream stdio MCP server and relay every message, "
+        "filtering tools/list and deciding tools/call with the tool policy.",
+    )
+    mp.add_argument("--config", required=True, metavar="FILE", help="tools configuration (JSON)")
+    mp.add_argument(
+        "--rules",
+        action="append",
+        metavar="FILE",
+        help="argument rules (.cedar), e.g. cedarlite:paths (shipped); repeatable",
+    )
+    mp.add_argument("-c", "--context", metavar="FILE", help="run context (JSON: agentId, ...)")
+    mp.add_argument(
+        "--server",
+        metavar="NAME",
+        help="server name in tool names <server>__<tool> (default: the upstream's serverInfo.name)",
+    )
+    mp.add_argument("--decision-log", metavar="FILE", help="append each decision as JSON Lines")
+    mp.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=32 * 1024 * 1024,
+        metavar="N",
+        help="longest message accepted, in bytes (default 32 MiB)",
+    )
+    mp.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]: the upstream")
+    mp.set_defaults(run=cmd_mcp_proxy)
     return parser
 
 

@@ -1,0 +1,519 @@
+"""``cedarlite mcp-proxy`` end to end: the proxy as a real stdio process in front of real MCP
+servers (``mcp-server-time`` and ``mcp-server-git`` from PyPI, the npm filesystem server of
+``examples/mcp-proxy/`` when node is installed, and the SDK-built workbench), driven by the
+SDK's own client, and by raw JSON-RPC lines for hostile input and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+mcp = pytest.importorskip("mcp", reason="the MCP SDK (pip install 'cedarlite[mcp]')")
+
+from mcp import StdioServerParameters  # noqa: E402
+from mcp.types import ElicitResult, ListRootsResult, Root  # noqa: E402
+from mcp_support import (  # noqa: E402
+    EXAMPLE,
+    WORKBENCH,
+    env,
+    filesystem_server,
+    proxy_args,
+    reap,
+    run,
+    session,
+    text,
+    tool_command,
+    wait_gone,
+)
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+def _write(tmp: Path, name: str, value: Any) -> str:
+    path = tmp / name
+    path.write_text(value if isinstance(value, str) else json.dumps(value))
+    return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Third-party servers from PyPI
+
+
+def test_time_server_filtered_gated_concurrent(tmp_path: Path) -> None:
+    config = _write(tmp_path, "tools.json", {"tools": {"allow": ["time__get_current_time"]}})
+    rules = _write(
+        tmp_path,
+        "rules.cedar",
+        '@id("time.no-mars") @reason("Mars has no timezone here.")\n'
+        'forbid (principal, action == Action::"time__get_current_time", resource)\n'
+        'when { resource.timezone like "Mars/*" };\n',
+    )
+    log = tmp_path / "decisions.jsonl"
+    args = proxy_args(
+        "--config", config, "--rules", rules, "--server", "time", "--decision-log", str(log),
+        "--", tool_command("mcp-server-time"), "--local-timezone", "UTC",
+    )  # fmt: skip
+
+    async def scenario() -> None:
+        async with session(args) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names == ["get_current_time"]  # convert_time is not in the allowlist
+
+            now = await client.call_tool("get_current_time", {"timezone": "Europe/Paris"})
+            assert not now.is_error and now.structured_content["timezone"] == "Europe/Paris"
+
+            # The upstream's own error result passes through unchanged.
+            bad = await client.call_tool("get_current_time", {"timezone": "Not/AZone"})
+            assert bad.is_error and "Not/AZone" in text(bad)
+
+            denied = await client.call_tool("get_current_time", {"timezone": "Mars/Olympus"})
+            assert denied.is_error
+            assert text(denied) == "Mars has no timezone here. (policy time.no-mars)"
+
+            hidden = await client.call_tool(
+                "convert_time",
+                {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+            )
+            assert hidden.is_error
+            assert text(hidden) == (
+                "Tool time__convert_time is not available in this run (removed by tools.allow)."
+            )
+
+            zones = ["UTC", "Asia/Tokyo", "America/New_York", "Mars/Base"] * 8
+            results = await asyncio.gather(
+                *[client.call_tool("get_current_time", {"timezone": z}) for z in zones]
+            )
+            assert [r.is_error for r in results] == [z.startswith("Mars") for z in zones]
+            await client.send_ping()
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path)), "the proxy or the upstream outlived the session"
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {e["tool"] for e in entries} == {"time__get_current_time", "time__convert_time"}
+    assert sum(e["decision"] == "block" for e in entries) == 2 + 8
+
+
+def test_modern_client_names_the_server_from_its_stamp(tmp_path: Path) -> None:
+    """``mcp.Client`` probes ``server/discover`` (2026-07-28): no ``initialize`` passes the
+    proxy, which learns the server's name from the results' ``serverInfo`` stamp."""
+    config = _write(tmp_path, "tools.json", {"tools": {"deny": ["mcp-time__convert_time"]}})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=proxy_args("--config", config, "--", tool_command("mcp-server-time")),
+        env=env(),
+    )
+
+    async def scenario() -> None:
+        async with mcp.Client(params) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names == ["get_current_time"]
+            ok = await client.call_tool("get_current_time", {"timezone": "UTC"})
+            assert not ok.is_error
+            no = await client.call_tool(
+                "convert_time",
+                {"source_timezone": "UTC", "time": "12:00", "target_timezone": "UTC"},
+            )
+            assert no.is_error and "removed by tools.deny" in text(no)
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+
+
+def test_git_server_denied_call_has_no_side_effect(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    git = ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
+    config = _write(tmp_path, "tools.json", {"tools": {"profile": "coding"}})
+    rules = _write(
+        tmp_path,
+        "rules.cedar",
+        '@id("git.no-branches") @reason("Branches are made by people here.")\n'
+        'forbid (principal, action == Action::"git__git_create_branch", resource);\n',
+    )
+    args = proxy_args(
+        "--config", config, "--rules", rules, "--server", "git",
+        "--", tool_command("mcp-server-git"), "--repository", str(repo),
+    )  # fmt: skip
+
+    async def scenario() -> None:
+        async with session(args) as client:
+            status = await client.call_tool("git_status", {"repo_path": str(repo)})
+            assert not status.is_error and "branch" in text(status).lower()
+            made = await client.call_tool(
+                "git_create_branch", {"repo_path": str(repo), "branch_name": "sneaky"}
+            )
+            assert made.is_error
+            assert text(made) == "Branches are made by people here. (policy git.no-branches)"
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+    branches = subprocess.run(
+        [*git, "branch", "--list"], check=True, capture_output=True, text=True
+    ).stdout
+    assert "sneaky" not in branches
+
+
+def test_rules_that_do_not_fit_the_tools_fail_closed(tmp_path: Path) -> None:
+    config = _write(tmp_path, "tools.json", {"tools": {"profile": "coding"}})
+    rules = _write(
+        tmp_path,
+        "rules.cedar",
+        '@id("time.typo")\nforbid (principal, action == Action::"time__get_current_time", '
+        'resource) when { resource.timezon == "UTC" };\n',
+    )
+    args = proxy_args(
+        "--config", config, "--rules", rules, "--server", "time",
+        "--", tool_command("mcp-server-time"),
+    )  # fmt: skip
+
+    async def scenario() -> None:
+        async with session(args) as client:
+            assert (await client.list_tools()).tools == []
+            result = await client.call_tool("get_current_time", {"timezone": "UTC"})
+            assert result.is_error
+            assert "the policy cannot be applied to the tools of `time`" in text(result)
+            assert "timezon" in text(result)
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+
+
+# ---------------------------------------------------------------------------------------------
+# The shipped example, in front of @modelcontextprotocol/server-filesystem (npm)
+
+
+def test_filesystem_example(tmp_path: Path) -> None:
+    server = filesystem_server()
+    root = tmp_path / "root"
+    (root / "drafts").mkdir(parents=True)
+    (root / "notes.txt").write_text("one\ntwo\n")
+    (root / ".env").write_text("TOKEN=x\n")
+    log = tmp_path / "decisions.jsonl"
+    args = proxy_args(
+        "--config", str(EXAMPLE / "tools.json"), "--rules", str(EXAMPLE / "rules.cedar"),
+        "--rules", "cedarlite:paths", "--server", "fs", "--decision-log", str(log),
+        "--", "node", str(server), str(root),
+    )  # fmt: skip
+    answers = iter(["allow-once", "deny"])
+    roots_asked: list[bool] = []
+
+    async def elicit(ctx: object, params: object) -> ElicitResult:
+        return ElicitResult(action="accept", content={"decision": next(answers)})
+
+    async def roots(ctx: object) -> ListRootsResult:
+        roots_asked.append(True)
+        return ListRootsResult(roots=[Root(uri=root.as_uri())])
+
+    async def scenario() -> None:
+        async with session(args, elicitation_callback=elicit, list_roots_callback=roots) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            assert "read_text_file" in names and "write_file" in names
+            assert not names & {"move_file", "read_file", "read_multiple_files"}
+
+            read = await c.call_tool("read_text_file", {"path": str(root / "notes.txt")})
+            assert not read.is_error and read.structured_content == {"content": "one\ntwo\n"}
+
+            secret = await c.call_tool("read_text_file", {"path": str(root / ".env")})
+            assert secret.is_error and "fs.no-secrets" in text(secret)
+
+            outside = await c.call_tool(
+                "write_file", {"path": str(root / "evil.txt"), "content": "x"}
+            )
+            assert outside.is_error and "drafts/" in text(outside)
+            draft = await c.call_tool(
+                "write_file", {"path": str(root / "drafts/plan.md"), "content": "plan"}
+            )
+            assert not draft.is_error, text(draft)
+
+            missing = await c.call_tool("read_text_file", {"path": str(root / "nope.txt")})
+            assert missing.is_error and "ENOENT" in text(missing)
+
+            moved = await c.call_tool(
+                "move_file", {"source": str(root / "notes.txt"), "destination": "/tmp/x"}
+            )
+            assert moved.is_error and "removed by tools.allow" in text(moved)
+
+            edit = {
+                "path": str(root / "notes.txt"),
+                "edits": [{"oldText": "one", "newText": "uno"}],
+            }
+            approved = await c.call_tool("edit_file", edit)
+            assert not approved.is_error, text(approved)
+            refused = await c.call_tool(
+                "edit_file", {**edit, "edits": [{"oldText": "two", "newText": "dos"}]}
+            )
+            assert refused.is_error and text(refused).startswith("Denied by user")
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+    assert not (root / "evil.txt").exists()
+    assert (root / "drafts/plan.md").read_text() == "plan"
+    assert (root / "notes.txt").read_text() == "uno\ntwo\n"
+    assert roots_asked, "the server's roots/list request did not reach the client"
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    edits = [e for e in entries if e["tool"] == "fs__edit_file"]
+    assert [e["approvals"][0]["resolution"] for e in edits] == ["allow-once", "deny"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing: interleaving, progress, list changes, server-to-client requests
+
+
+def test_slow_calls_do_not_hold_up_others(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha")
+    config = _write(tmp_path, "tools.json", {"tools": {"profile": "coding"}})
+    args = proxy_args("--config", config, "--", sys.executable, str(WORKBENCH), str(root))
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async def roots(ctx: object) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=root.as_uri())])
+
+    async def scenario() -> None:
+        async with session(args, list_roots_callback=roots) as client:
+            await client.list_tools()
+            slow = asyncio.ensure_future(
+                client.call_tool("slow", {"seconds": 1.5}, progress_callback=on_progress)
+            )
+            await asyncio.sleep(0.2)
+            started = time.monotonic()
+            fast = await client.call_tool("read_file", {"path": "a.txt"})
+            assert text(fast) == "alpha" and time.monotonic() - started < 1.0
+            assert not slow.done()
+            assert text(await slow) == "slept 1.5"
+            assert progress == [0, 2]
+
+            # Server-to-client requests are relayed.
+            asked = await client.call_tool("ask_roots", {})
+            assert json.loads(text(asked)) == [root.as_uri()]
+
+            # A tool added at run time (list_changed relayed, the catalog rebuilt).
+            await client.call_tool("add_tool", {"name": "echo"})
+            echoed = await client.call_tool("echo", {"text": "hi"})
+            assert not echoed.is_error and text(echoed) == "hi"
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "echo" in names
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw JSON-RPC: hostile input, shutdown both ways
+
+
+class Raw:
+    """The proxy as a subprocess spoken to in raw JSON-RPC lines."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env(),
+        )
+
+    def send(self, data: bytes | dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        line = data if isinstance(data, bytes) else json.dumps(data).encode()
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def recv(self, timeout: float = 20) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, "no answer from the proxy"
+        line = self.proc.stdout.readline()
+        assert line, "the proxy closed its output"
+        return json.loads(line)
+
+    def handshake(self) -> dict[str, Any]:
+        self.send(INIT)
+        answer = self.recv()
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+
+def _call(rid: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def _raw_args(tmp_path: Path, *extra: str) -> list[str]:
+    config = _write(tmp_path, "tools.json", {"tools": {"profile": "coding"}})
+    return proxy_args(
+        "--config", config, *extra, "--", tool_command("mcp-server-time"), "--local-timezone", "UTC"
+    )
+
+
+def test_hostile_client_messages(tmp_path: Path) -> None:
+    with reap(str(tmp_path)):
+        raw = Raw(_raw_args(tmp_path, "--max-message-bytes", "65536"))
+        assert raw.handshake()["result"]["serverInfo"]["name"] == "mcp-time"
+        raw.send(b"this is not json")
+        assert raw.recv()["error"]["code"] == -32700
+        raw.send(b"[" * 200_000 + b"]" * 200_000)  # longer than the cap
+        assert raw.recv()["error"]["code"] == -32600
+        raw.send(b"[" * 50_000)  # deep, under the cap
+        answer = raw.recv()
+        assert answer["id"] is None and answer["error"]["code"] == -32700
+        raw.send(b"[1, 2]")
+        assert raw.recv()["error"]["code"] == -32600
+        raw.send(b'\xff\xfe{"jsonrpc"')
+        assert raw.recv()["error"]["code"] == -32700
+        raw.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 3}})
+        assert raw.recv() == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {
+                "code": -32602,
+                "message": "Invalid params: `tools/call` needs a string `name` and object "
+                "`arguments`",
+            },
+        }
+        big = "x" * 100_000  # over the cap inside a valid call: refused, never forwarded
+        raw.send(_call(8, "get_current_time", {"timezone": big}))
+        assert raw.recv()["error"]["code"] == -32600
+        # Still serving: a call before any tools/list makes the proxy list the tools itself.
+        raw.send(_call("x", "get_current_time", {"timezone": "UTC"}))
+        answer = raw.recv()
+        assert answer["id"] == "x" and answer["result"]["isError"] is False
+        # Unknown methods are the upstream's to answer.
+        raw.send({"jsonrpc": "2.0", "id": 9, "method": "no/such"})
+        assert raw.recv()["error"]["code"] == -32601
+        assert raw.proc.stdin is not None
+        raw.proc.stdin.close()
+        assert raw.proc.wait(10) == 0
+        assert not wait_gone(str(tmp_path))
+
+
+def test_sigterm_ends_the_upstream(tmp_path: Path) -> None:
+    with reap(str(tmp_path)):
+        raw = Raw(_raw_args(tmp_path))
+        raw.handshake()
+        upstream = [p for p in _children(raw.proc.pid)]
+        assert upstream
+        raw.proc.send_signal(signal.SIGTERM)
+        assert raw.proc.wait(10) == 0
+        assert not wait_gone(str(tmp_path))
+
+
+def test_upstream_exit_ends_the_proxy(tmp_path: Path) -> None:
+    with reap(str(tmp_path)):
+        raw = Raw(_raw_args(tmp_path))
+        raw.handshake()
+        (child,) = _children(raw.proc.pid)
+        os.kill(child, signal.SIGKILL)
+        assert raw.proc.wait(10) == 1
+        assert raw.proc.stderr is not None
+        assert b"the upstream server exited with status -9" in raw.proc.stderr.read()
+        assert not wait_gone(str(tmp_path))
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid and stat[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusing to start
+
+
+def _cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from cedarlite.cli import main
+
+    code = main(["mcp-proxy", *args])
+    return code, capsys.readouterr().err
+
+
+def test_mistakes_refuse_to_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked before the upstream starts, in process (nothing is launched)."""
+    marker = tmp_path / "started"
+    upstream = ["--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    good = _write(tmp_path, "tools.json", {"tools": {"profile": "coding"}})
+
+    bad = _write(tmp_path, "bad.json", '{"tools": {"profle": "coding"}}')
+    code, err = _cli("--config", bad, *upstream, capsys=capsys)
+    assert code == 3 and "bad.json:1:" in err and "profile" in err
+
+    broken = _write(tmp_path, "broken.cedar", "forbid (principal, action, resource) when {")
+    code, err = _cli("--config", good, "--rules", broken, *upstream, capsys=capsys)
+    assert code == 1 and "broken.cedar:1:" in err
+
+    code, err = _cli("--config", good, capsys=capsys)
+    assert code == 1 and "command after `--`" in err
+
+    code, err = _cli("--config", good, "--", str(tmp_path / "no-such-server"), capsys=capsys)
+    assert code == 1 and "cannot start the upstream server" in err
+    assert not marker.exists()
+
+
+def test_readme_client_configuration_runs(tmp_path: Path) -> None:
+    """The README's ``mcpServers`` recipe, with ``npx`` replaced by the installed server."""
+    import re
+
+    readme = (EXAMPLE.parent.parent / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if "mcpServers" in b]
+    entry = json.loads(block)["mcpServers"]["files"]
+    assert entry["command"] == "cedarlite"
+    args = entry["args"]
+    at = args.index("npx")
+    assert args[at : at + 3] == ["npx", "-y", "@modelcontextprotocol/server-filesystem"]
+    root = tmp_path / "project"
+    (root / "drafts").mkdir(parents=True)
+    args = [*args[:at], "node", str(filesystem_server()), str(root)]
+    args = [str(EXAMPLE.parent.parent / a) if a.startswith("examples/") else a for a in args]
+    args[args.index("decisions.jsonl")] = str(tmp_path / "decisions.jsonl")
+
+    async def scenario() -> None:
+        async with session(["-m", "cedarlite", *args]) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "write_file" in names and "move_file" not in names
+            ok = await client.call_tool(
+                "write_file", {"path": str(root / "drafts/a.md"), "content": "a"}
+            )
+            assert not ok.is_error, text(ok)
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+    assert (tmp_path / "decisions.jsonl").read_text().count('"decision":"allow"') == 1
