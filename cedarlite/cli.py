@@ -608,7 +608,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
                 decision_log=args.decision_log,
             )
     except ConfigError as err:
-        _report(sc, err.issues)
+        _report_findings(args, sc, err.issues)
         print(f"error: refusing to start: {_summary(err.issues)}", file=sys.stderr)
         return EXIT_INVALID
     handler = logging.StreamHandler(sys.stderr)

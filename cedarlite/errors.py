@@ -140,4 +140,4 @@ class CacheError(CedarliteError):
     """A cache directory that cannot be trusted with code: not owned by the current user,
     writable by others, a symbolic link, or impossible to create (``source`` names it)."""
 
-    code = "E0800"
+    code = "E0750"

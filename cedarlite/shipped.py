@@ -35,7 +35,7 @@ _SUFFIX = {"policies": ".cedar", "examples": ".json"}
 class ShippedError(CedarliteError):
     """A name that is not one of the shipped policies or examples."""
 
-    code = "E0900"
+    code = "E0910"
 
 
 def _folder(kind: str) -> Traversable:

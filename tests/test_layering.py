@@ -68,6 +68,7 @@ LAYERS: list[list[str]] = [
     ["cedarlite.testing"],
     ["cedarlite.tools"],
     ["cedarlite.hooks"],
+    ["cedarlite.hosts"],
     ["cedarlite.shipped"],
     ["cedarlite.cli"],
     ["cedarlite.__main__"],

@@ -140,6 +140,6 @@ def test_shipped_names_are_listed_and_checked(capsys: pytest.CaptureFixture[str]
     assert info.value.help == "did you mean `paths`?"
     assert main(["tools", "check", "cedarlite:coding-agnt"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("cedarlite:coding-agnt: error[E0900]: no shipped example `coding-agnt`")
+    assert err.startswith("cedarlite:coding-agnt: error[E0910]: no shipped example `coding-agnt`")
     assert main(["tools", "check", *MAIN_JOB[2:]]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "13/13 calls decided as expected"
