@@ -13,6 +13,8 @@ cedarlite tools check scenario.json --rules policies/exec-commands.cedar [--leni
 cedarlite tools lint config.json [--tools tools.json] [--context ctx.json]
 cedarlite tools schema scenario.json            # the Cedar schema of the scenario's tools
 cedarlite tools shipped                         # shipped policies and examples: cedarlite:NAME
+cedarlite hook claude-code --config hook.json [--rules r.cedar]... [--state-dir DIR] \
+    [--decision-log FILE] [--deadline S] [--print-settings]   # Claude Code's command hook
 ```
 
 Exit codes (as Cedar's CLI): 0 success / ALLOW, 1 failure (bad input or a usage error: the
@@ -677,7 +679,85 @@ def _parser() -> argparse.ArgumentParser:
     ts.add_argument("scenario", help="a scenario file, or a JSON array of tools")
     ts.add_argument("--json", action="store_true", help="the JSON schema format")
     ts.set_defaults(run=cmd_tools_schema)
+
+    hk = sub.add_parser("hook", help="decide an agent host's tool calls as its hook command")
+    hsub = hk.add_subparsers(
+        dest="host", required=True, metavar="HOST", parser_class=_HookArgumentParser
+    )
+    hc = hsub.add_parser(
+        "claude-code",
+        help="Claude Code's PreToolUse/PostToolUse command hook (event on stdin, answer on stdout)",
+    )
+    hc.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE",
+        help='{"config", "tools", "context", "claudeCode"} or a bare tools configuration',
+    )
+    hc.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="argument rules (.cedar), e.g. cedarlite:exec-commands; repeatable",
+    )
+    hc.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="private directory for session state and built guards "
+        "(default ~/.cache/cedarlite/hook)",
+    )
+    hc.add_argument("--decision-log", metavar="FILE", help="append each decision (JSON Lines)")
+    hc.add_argument(
+        "--deadline",
+        type=_seconds,
+        metavar="S",
+        help="deny when no decision is made within S seconds (default 5)",
+    )
+    hc.add_argument(
+        "--print-settings",
+        action="store_true",
+        help="check the configuration and rules, then print the settings.json snippet",
+    )
+    hc.set_defaults(run=cmd_hook_claude_code)
     return parser
+
+
+class _HookArgumentParser(_ArgumentParser):
+    """A hook's command line is run by the host: its mistakes exit 2, a blocking error (exit 1
+    would let the tool call through)."""
+
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message} (cedarlite blocks the call)", file=sys.stderr)
+        raise SystemExit(EXIT_DENY)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("the deadline must be between 0 and 3600 seconds")
+    return value
+
+
+def cmd_hook_claude_code(args: argparse.Namespace) -> int:
+    """Answer one Claude Code hook event (exit 0, or 2 for unreadable input), or print the
+    settings that install the hook (``--print-settings``)."""
+    from .hosts import claude_code
+
+    options = claude_code.HookOptions(
+        args.config,
+        tuple(args.rules),
+        args.state_dir,
+        args.decision_log,
+        args.deadline if args.deadline is not None else claude_code.DEFAULT_DEADLINE,
+    )
+    if args.print_settings:
+        return claude_code.print_settings(options, sys.stdout, sys.stderr)
+    return claude_code.run(options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -502,6 +502,17 @@ class ToolPolicy:
         )
         return tuple(out)
 
+    def removal_entries(self, decision: ToolDecision, run: RunContext) -> tuple[Any, ...]:
+        """The configured deny entries that removed a tool (``github__delete_*`` of
+        ``tools.deny``), from the layer that removed it; ``()`` when no deny entry did (a
+        profile or an allowlist that lacks the tool, a default list, a registration rule)."""
+        if decision.allowed or not decision.tool.registered:
+            return ()
+        for step in self._trace(decision.tool, run, decision):
+            if step.removed_as == decision.removed_by and step.deny_matches:
+                return step.deny_matches
+        return ()
+
     @staticmethod
     def _layer_trace(
         label: str, pids: list[str], reasons: set[str], ids: Mapping[str, str]
