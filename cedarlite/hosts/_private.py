@@ -51,7 +51,7 @@ _SUPPORTED = (
 class StateDirError(CedarliteError):
     """A state directory that is not private (or cannot be made): nothing in it is used."""
 
-    code = "E0901"
+    code = "E0911"
 
 
 def default_dir(name: str) -> str:

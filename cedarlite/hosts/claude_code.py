@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import pickle
+import re
 import shlex
 import sys
 import threading
@@ -42,6 +43,7 @@ from ..entities import load_json
 from ..errors import CedarliteError
 from ..hooks import Guard, Outcome
 from ..hooks.sqlite_store import SQLiteSessionStore
+from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
 from . import _private
 from .mapping import HostMapping, MappedCall, MappingError
@@ -60,6 +62,7 @@ PRE, POST, POST_FAILURE = "PreToolUse", "PostToolUse", "PostToolUseFailure"
 CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
+_MCP_TOOL = re.compile(r"[A-Za-z0-9_-]+__[A-Za-z0-9_-]+")
 _SNAPSHOT_FORMAT = 1
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
@@ -72,7 +75,7 @@ class HookError(CedarliteError):
     """A hook input, configuration or state directory that cannot be used (the call is
     denied with this message)."""
 
-    code = "E0902"
+    code = "E0912"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,18 +157,47 @@ class HookConfig:
             ("config",) if wrapped else (),
         )
 
-    def catalog(self, call: MappedCall | None) -> list[Mapping[str, Any]]:
+    def catalog(
+        self, call: MappedCall | None, named: Sequence[str] = ()
+    ) -> list[Mapping[str, Any]]:
         """The run's tools: the host's built-ins, the configuration's ``tools`` (which replace
-        built-ins of the same name), and the called tool when it is in neither."""
+        built-ins of the same name), the MCP tools ``named`` by the rules, and the called tool
+        when it is none of these."""
         tools: dict[str, Mapping[str, Any]] = {t["name"]: t for t in self.mapping.catalog()}
         extra = [t for t in self.tools if isinstance(t, Mapping)]
         for t in extra:
             if isinstance(t.get("name"), str):
                 tools.pop(t["name"], None)
         out = [*tools.values(), *extra]
-        if call is not None and not any(t.get("name") == call.tool for t in out):
+        names = {t.get("name") for t in out}
+        for name in named:
+            if name not in names:
+                out.append({"name": name, "pluginId": BUNDLE_MCP})
+                names.add(name)
+        if call is not None and call.tool not in names:
             out.append(call.tool_entry())
         return out
+
+    def named_mcp_tools(self) -> list[str]:
+        """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known
+        only when Claude calls them, which rules may guard before the first call."""
+        from ..ast import Lit, walk
+        from ..policyset import PolicySet
+        from ..values import EntityUID
+
+        found: dict[str, None] = {}
+        for path, text in self.rules:
+            for p in PolicySet.from_str(text, path).policies:
+                uids: list[Any] = [p.action.entity, *p.action.entities]
+                uids += [e.value for c in p.conditions for e in walk(c.body) if isinstance(e, Lit)]
+                for uid in uids:
+                    if (
+                        isinstance(uid, EntityUID)
+                        and uid.type == "Action"
+                        and _MCP_TOOL.fullmatch(uid.id)
+                    ):
+                        found[uid.id] = None
+        return list(found)
 
     def run_context(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """The run context of a call: the file's, then what the event says (the local user
@@ -189,18 +221,17 @@ class HookConfig:
                 context["agentId"] = agent
         return context
 
-    def error(self, err: CedarliteError) -> str:
-        """One located line for an error of the tools layer (configuration errors are
-        located in this file, rule errors in theirs)."""
-        issues = getattr(err, "issues", None)
-        if issues:
-            issue = next((i for i in issues if i.severity == "error"), issues[0])
+    def located(self, err: CedarliteError) -> CedarliteError:
+        """An error of the tools layer, located: a configuration or context finding in this
+        file (rule errors are located in theirs already)."""
+        from ..tools import ConfigError
+
+        if isinstance(err, ConfigError) and err.issues:
+            issue = next((i for i in err.issues if i.severity == "error"), err.issues[0])
             loc = tuple(issue.loc)
             loc = loc if loc[:1] == ("context",) and self.at else (*self.at, *loc)
-            span = json_span(self.text, loc, key=issue.on_key)
-            if hasattr(issue, "to_error"):
-                return _one_line(issue.to_error(self.text, self.path, span))
-        return _one_line(err)
+            return issue.to_error(self.text, self.path, json_span(self.text, loc, key=issue.on_key))
+        return err
 
 
 def _read(path: str, what: str) -> str:
@@ -231,7 +262,8 @@ def state_dir(path: str | None) -> str:
 
 def guard_key(config: HookConfig, tools: Sequence[Any], context: Mapping[str, Any]) -> str:
     """The key of the guard built from these inputs by this cedarlite: the tools
-    configuration, the catalog, the run context and the rules' paths and texts."""
+    configuration, the catalog, the run context and the rules' texts (not their paths: a
+    guard decides alike whichever path named them)."""
     from .. import __version__
 
     data = [
@@ -240,7 +272,7 @@ def guard_key(config: HookConfig, tools: Sequence[Any], context: Mapping[str, An
         config.config,
         list(tools),
         dict(context),
-        [list(r) for r in config.rules],
+        [text for _, text in config.rules],
     ]
     text = json.dumps(data, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -265,6 +297,7 @@ def load_guard(
         except Exception:  # a damaged or foreign entry (any failure to load): build again
             log.info("rebuilding the damaged guard entry %s", entry)
     rules = [path for path, _ in config.rules] or None
+    tools = config.catalog(call, config.named_mcp_tools())
     guard = Guard(config.config, tools, context, rules=rules, strict=True)
     # Stored only if no rule file changed while the guard was built from it.
     if all(_read(path, "rules") == text for path, text in config.rules):
@@ -457,7 +490,7 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
     except (HookError, _private.StateDirError):
         raise
     except CedarliteError as err:  # the configuration, context or rules do not load
-        raise HookError(config.error(err)) from None
+        raise HookError(_one_line(config.located(err))) from None
     remaining = options.deadline - (time.monotonic() - started)
     store = SQLiteSessionStore(
         os.path.join(directory, _SESSIONS), timeout=max(0.0, remaining - 0.5)
@@ -546,21 +579,36 @@ def _reason(o: Outcome) -> str:
 # Installing it
 
 
-def settings(options: HookOptions, *, post: bool = True) -> dict[str, Any]:
+def settings(
+    options: HookOptions, *, post: bool = True, project: str | None = None
+) -> dict[str, Any]:
     """The ``settings.json`` snippet that installs the hook: every tool (matcher ``*``),
     ``PreToolUse`` with a small ``timeout`` and ``"onFailure": "block"``, and, when ``post``
-    (loop detection needs what calls return), ``PostToolUse`` and ``PostToolUseFailure``."""
-    argv = [sys.executable, "-m", "cedarlite", "hook", "claude-code"]
-    argv += ["--config", os.path.abspath(options.config)]
+    (loop detection needs what calls return), ``PostToolUse`` and ``PostToolUseFailure``.
+
+    Files are named by absolute paths, or, inside the directory ``project``, relative to
+    ``"$CLAUDE_PROJECT_DIR"`` (which Claude Code sets for its hooks).
+    """
+
+    def where(path: str) -> str:
+        full = os.path.abspath(path)
+        if project is not None:
+            relative = os.path.relpath(full, os.path.abspath(project))
+            if relative != ".." and not relative.startswith(".." + os.sep):
+                return '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(relative)
+        return shlex.quote(full)
+
+    words = [shlex.quote(sys.executable), "-m", "cedarlite", "hook", "claude-code"]
+    words += ["--config", where(options.config)]
     for rules in options.rules:
-        argv += ["--rules", rules if rules.startswith("cedarlite:") else os.path.abspath(rules)]
+        words += ["--rules", shlex.quote(rules) if rules.startswith("cedarlite:") else where(rules)]
     if options.state_dir is not None:
-        argv += ["--state-dir", os.path.abspath(options.state_dir)]
+        words += ["--state-dir", where(options.state_dir)]
     if options.decision_log is not None:
-        argv += ["--decision-log", os.path.abspath(options.decision_log)]
+        words += ["--decision-log", where(options.decision_log)]
     if options.deadline != DEFAULT_DEADLINE:
-        argv += ["--deadline", f"{options.deadline:g}"]
-    command = shlex.join(argv)
+        words += ["--deadline", f"{options.deadline:g}"]
+    command = " ".join(words)
     timeout = math.ceil(options.deadline) + 5
     pre = {"type": "command", "command": command, "timeout": timeout, "onFailure": "block"}
     hooks: dict[str, Any] = {"PreToolUse": [{"matcher": "*", "hooks": [pre]}]}
@@ -574,7 +622,8 @@ def settings(options: HookOptions, *, post: bool = True) -> dict[str, Any]:
 def print_settings(options: HookOptions, stdout: TextIO, stderr: TextIO) -> int:
     """``--print-settings``: build the guard of the configuration and rules (a mistake in
     them is reported here, exit 3, rather than denying every call later), keep it in the
-    state directory for the first calls, and print the settings snippet (exit 0)."""
+    state directory for the first calls, and print the settings snippet (exit 0). With
+    ``CLAUDE_PROJECT_DIR`` set, files inside that directory are named relative to it."""
     try:
         config = HookConfig.read(options.config, options.rules)
         context = config.run_context({})
@@ -582,12 +631,13 @@ def print_settings(options: HookOptions, stdout: TextIO, stderr: TextIO) -> int:
             guard = load_guard(config, None, context, state_dir(options.state_dir))
         except (HookError, _private.StateDirError):
             raise
-        except CedarliteError as err:
-            print(f"error: {config.error(err)}", file=stderr)
+        except CedarliteError as err:  # the configuration, context or rules do not load
+            print(config.located(err).render(), file=stderr)
             return 3
     except CedarliteError as err:
-        print(f"error: {_one_line(err)}", file=stderr)
+        print(err.render(), file=stderr)
         return 1
-    snippet = settings(options, post=guard.loop_settings.enabled)
+    project = os.environ.get("CLAUDE_PROJECT_DIR") or None
+    snippet = settings(options, post=guard.loop_settings.enabled, project=project)
     print(json.dumps(snippet, indent=2), file=stdout)
     return 0

@@ -102,7 +102,7 @@ class MappingError(CedarliteError):
     """A host call that cannot be mapped (a malformed argument), or a malformed mapping
     override in a configuration (``path`` names where)."""
 
-    code = "E0900"
+    code = "E0910"
 
 
 @dataclass(frozen=True, slots=True)
