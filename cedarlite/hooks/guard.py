@@ -23,7 +23,6 @@ is appended to the decision log, when there is one, before it is returned.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -34,19 +33,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import Request  # the facade: Request is moving to its own module (#12a)
-from ..ast import Effect, Policy
 from ..authorizer import Decision, PolicyError, Response
-from ..compiler import compiled
 from ..entities import Entity, load_json
-from ..policyset import PolicySet
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
-from ..tools.config import js_truthy
-from ..tools.names import norm, norm_agent_id
+from ..tools.names import js_truthy, norm, norm_agent_id
 from ..tools.params import ToolArgumentError, call_arguments, call_entity
-from ..tools.resolve import EmptyAllowlistError, ToolPolicy
 from ..values import Record
 from . import _json, loops
 from .approvals import (
@@ -62,6 +56,16 @@ from .approvals import (
 )
 from .decision_log import DecisionLog, log_line, policy_hash, redacted_json
 from .state import DEFAULT_STORE, SessionState, SessionStore
+
+if TYPE_CHECKING:
+    from ..ast import Policy
+    from ..policyset import PolicySet
+    from ..tools.resolve import ToolPolicy, ToolResolution
+
+# Deciding needs the catalog, the parameter checks and the compiled policies; building a guard
+# also needs the configuration models (pydantic), the compilers and the parser: those are
+# imported where a guard is built, so that a process that loads a built guard (a hook, one
+# process per tool call) decides without them.
 
 log = logging.getLogger("cedarlite.hooks")
 
@@ -278,6 +282,7 @@ class Guard:
     # `None` on a guard restored from a pickle until asked for (rebuilt from the inputs).
     _policy: ToolPolicy | None
     _policies: PolicySet | None
+    _resolution: ToolResolution | None
     _rules_text: str
 
     def __init__(
@@ -298,6 +303,8 @@ class Guard:
         self.fail_closed = fail_closed
         self.approver = approver
         self.strict = strict
+        from ..tools.resolve import EmptyAllowlistError
+
         self.session_store: SessionStore = DEFAULT_STORE if session_store is None else session_store
         if not isinstance(tools, ToolCatalog):
             tools = tool_list(tools)
@@ -305,7 +312,7 @@ class Guard:
         resolution = self._policy.resolve(context)
         if resolution.error is not None:
             raise EmptyAllowlistError(resolution.error, resolution)
-        self.resolution = resolution
+        self._resolution = resolution
         run = resolution.context
         self.agent: str = run.agent
         self._principal = run.principal
@@ -313,7 +320,7 @@ class Guard:
         self._entities = self.policy.entities
         self._tools = tuple(resolution.allowed)
         self._compile_rules(rule_policies)
-        self._index_tools()
+        self._index_tools(resolution)
         self.loop_settings = loops.LoopSettings.resolve(*self._loop_config())
         config_value, tools_value = _config_value(config), _tools_value(tools)
         self.policy_hash = policy_hash(config_value, tools_value, self._rules_text)
@@ -335,11 +342,12 @@ class Guard:
     # -- pickling: hook processes start once per call and load a built guard -----------------
 
     #: What a pickled guard leaves out: the process's (store, log, hooks, approver, events,
-    #: started calls) and the syntax trees (rebuilt from the inputs if asked for).
+    #: started calls), and the tool policy, the syntax trees and the resolution (rebuilt from
+    #: the inputs if asked for: loading them would need the configuration models).
     _UNPICKLED = frozenset(
         {
             "on_event", "approver", "session_store", "_log", "_hooks", "_trusted",
-            "_registered", "_started", "_started_lock", "_policy", "_policies",
+            "_registered", "_started", "_started_lock", "_policy", "_policies", "_resolution",
         }
     )  # fmt: skip
 
@@ -363,6 +371,7 @@ class Guard:
         self._started_lock = threading.Lock()
         self._policy = None
         self._policies = None
+        self._resolution = None
 
     def open_decision_log(self, path: str | os.PathLike[str]) -> None:
         """Append every later decision to the JSON Lines file ``path`` (the ``decision_log``
@@ -379,10 +388,12 @@ class Guard:
         self._log = log_file
 
     def _rebuild(self) -> None:
-        """``policy`` and ``policies`` of a restored guard: built again from its inputs."""
+        """``policy``, ``policies`` and ``resolution`` of a restored guard: built again from
+        its inputs."""
         config, tools, context, strict = self._inputs
         again = Guard(config, tools, context, rules=self._rules_text or None, strict=strict)
         self._policy, self._policies = again._policy, again._policies
+        self._resolution = again._resolution
 
     # -- construction ----------------------------------------------------------------------
 
@@ -396,6 +407,8 @@ class Guard:
         a run context with unknown keys or agents raises it too, and rules that do not validate
         against the catalog's schema raise :class:`~cedarlite.tools.RulesError`.
         """
+        from ..tools.resolve import ToolPolicy
+
         policy = ToolPolicy(config, tools, strict=strict)
         policy.check_context(context)  # a no-op for a lenient policy
         return policy, _load_rules(policy, rules, strict)
@@ -403,6 +416,10 @@ class Guard:
     def _compile_rules(self, rule_policies: list[tuple[Policy, str | None]]) -> None:
         """Merge the rules into the tool layer's policies, once: rules get ids ``rule<n>`` and
         keep their ``@id`` label; ``@ask`` policies become permits whose satisfaction asks."""
+        from ..ast import Effect
+        from ..compiler import compiled
+        from ..policyset import PolicySet
+
         policies: list[Policy] = list(self.policy.policies)
         asks: dict[str, AskSpec] = {}
         ask_forbids: set[str] = set()
@@ -441,7 +458,7 @@ class Guard:
         self._ask_forbids = frozenset(ask_forbids)
         self._blocking_errors = frozenset(blocking)
 
-    def _index_tools(self) -> None:
+    def _index_tools(self, resolution: ToolResolution) -> None:
         """Offered tools by exact and normalized name; removed tools' layer (with the deny
         entries that matched: ``tools.deny: github__delete_*``) and policies."""
         self._by_name: dict[str, ToolInfo] = {}
@@ -449,7 +466,7 @@ class Guard:
         # The resource entity of each tool's calls, without arguments (per call: one copy).
         self._call_entities: dict[str, Entity] = {}
         self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
-        for d in self.resolution.decisions:
+        for d in resolution.decisions:
             t = d.tool
             if d.allowed:
                 self._call_entities[t.key] = call_entity(self.policy.catalog, t, Record(), "call")
@@ -461,7 +478,7 @@ class Guard:
                     continue
                 reasons = d.response.reasons if d.response is not None else ()
                 labels = tuple(self._labels.get(r, r) for r in reasons)
-                entries = self.policy.removal_entries(d, self.resolution.context)
+                entries = self.policy.removal_entries(d, resolution.context)
                 layer = d.removed_by
                 if entries:
                     layer += ": " + ", ".join(e if isinstance(e, str) else repr(e) for e in entries)
@@ -489,6 +506,14 @@ class Guard:
             self._rebuild()
         assert self._policy is not None
         return self._policy
+
+    @property
+    def resolution(self) -> ToolResolution:
+        """The run's tool resolution (spec §4.4): the offered tools and why others are not."""
+        if self._resolution is None:
+            self._rebuild()
+        assert self._resolution is not None
+        return self._resolution
 
     @property
     def tools(self) -> list[Any]:
@@ -581,6 +606,8 @@ class Guard:
         running the approval flow (spec §11.4) with the ``approver``: the answer is
         ``"allow"`` or ``"block"``. If the awaiting task is cancelled during an approval, the
         decision is logged as cancelled and the cancellation propagates."""
+        import asyncio  # loaded already: an event loop is running this
+
         c = _Call(tool_name, params, call)
         try:
             outcome = self._check(c)
@@ -1155,6 +1182,8 @@ def _approval_entry(
 def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Policy, str | None]]:
     """The active policies of ``rules`` (a PolicySet, Cedar text, a path or a list of paths),
     each with the source it came from, validated against the catalog when ``validate``."""
+    from ..policyset import PolicySet
+
     if rules is None:
         return []
     if isinstance(rules, PolicySet | str):

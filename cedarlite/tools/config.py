@@ -322,14 +322,3 @@ def check_config(config: Mapping[str, Any] | str | None) -> tuple[ConfigIssue, .
     """The errors of a configuration, checked without a catalog (see
     :func:`cedarlite.tools.lint_config`, which also takes the run's tools and context)."""
     return load_config(config)[1]
-
-
-def js_truthy(value: Any) -> bool:
-    """JavaScript truthiness of a JSON value (``0``, ``""``, ``false``, ``null`` are falsy)."""
-    if value is None or value is False:
-        return False
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value != 0 and value == value
-    if isinstance(value, str):
-        return value != ""
-    return True

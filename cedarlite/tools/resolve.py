@@ -57,7 +57,7 @@ from .compile import (
     ToolPolicySet,
     compile_config,
 )
-from .config import ConfigIssue, ToolsConfig, js_truthy, read_config
+from .config import ConfigIssue, ToolsConfig, read_config
 from .lint import (
     as_object,
     configured_agents,
@@ -67,7 +67,7 @@ from .lint import (
     lint_config,
     raise_errors,
 )
-from .names import js_trim, norm, norm_agent_id, trim_lower
+from .names import js_trim, js_truthy, norm, norm_agent_id, trim_lower
 from .params import ToolArgumentError, call_arguments, call_entity, cedar_schema
 
 #: The engine every tool decision uses: cedarlite's compiled decision index (the reference
