@@ -105,8 +105,6 @@ class HookConfig:
         The file is ``{"config", "tools"?, "context"?, "claudeCode"?: {"tools": {...}}}`` or a
         bare tools configuration. Raises :class:`HookError` (file, line and column).
         """
-        from ..shipped import resolve
-
         text = _read(path, "configuration")
         data = load_json(text, path, HookError)
         if not isinstance(data, dict):
@@ -144,7 +142,7 @@ class HookConfig:
             mapping = HostMapping.claude_code(overrides)
         except MappingError as err:
             raise HookError(err.message, source=path, help=err.help) from None
-        texts = tuple((p, _read(p, "rules")) for p in (resolve(r) for r in rules))
+        texts = tuple((p, _read(p, "rules")) for p in (_shipped(r) for r in rules))
         return cls(
             path,
             text,
@@ -232,6 +230,15 @@ class HookConfig:
             loc = loc if loc[:1] == ("context",) and self.at else (*self.at, *loc)
             return issue.to_error(self.text, self.path, json_span(self.text, loc, key=issue.on_key))
         return err
+
+
+def _shipped(reference: str) -> str:
+    """A rules file reference: ``cedarlite:NAME`` is a shipped policy file."""
+    if not reference.startswith("cedarlite:"):
+        return reference
+    from ..shipped import resolve
+
+    return resolve(reference)
 
 
 def _read(path: str, what: str) -> str:
