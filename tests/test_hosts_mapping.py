@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cedarlite import ValidationError
 from cedarlite.hosts.mapping import (
     CLAUDE_CODE_BUILTINS,
     CLAUDE_CODE_TOOLS,
@@ -15,7 +16,6 @@ from cedarlite.hosts.mapping import (
     mcp_name,
     relative_path,
 )
-from cedarlite import ValidationError
 from cedarlite.tools import ToolPolicy
 
 CLAUDE = HostMapping.claude_code()
