@@ -570,12 +570,16 @@ def _argument_path(argument: str) -> list[str | int]:
 # Argument parsing
 
 
-def _parser() -> argparse.ArgumentParser:
+def _top_parser() -> tuple[argparse.ArgumentParser, Any]:
     parser = _ArgumentParser(
         prog="cedarlite", description="Cedar-compatible policy engine for AI agents' tool calls."
     )
     parser.add_argument("--version", action="version", version=f"cedarlite {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    return parser, parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser, sub = _top_parser()
 
     def policies_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("-p", "--policies", required=True, help="Cedar policy file (- for stdin)")
@@ -679,7 +683,13 @@ def _parser() -> argparse.ArgumentParser:
     ts.add_argument("scenario", help="a scenario file, or a JSON array of tools")
     ts.add_argument("--json", action="store_true", help="the JSON schema format")
     ts.set_defaults(run=cmd_tools_schema)
+    _hook_parser(sub)
+    return parser
 
+
+def _hook_parser(sub: Any) -> None:
+    """``cedarlite hook HOST``. A hook runs once per tool call: ``main`` builds only this
+    part of the command line for it (the whole of it costs a hook process ~20-40 ms)."""
     hk = sub.add_parser("hook", help="decide an agent host's tool calls as its hook command")
     hsub = hk.add_subparsers(
         dest="host", required=True, metavar="HOST", parser_class=_HookArgumentParser
@@ -720,7 +730,6 @@ def _parser() -> argparse.ArgumentParser:
         help="check the configuration and rules, then print the settings.json snippet",
     )
     hc.set_defaults(run=cmd_hook_claude_code)
-    return parser
 
 
 class _HookArgumentParser(_ArgumentParser):
@@ -762,7 +771,12 @@ def cmd_hook_claude_code(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (never raises on bad input)."""
-    parser = _parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["hook"]:
+        parser, sub = _top_parser()
+        _hook_parser(sub)
+    else:
+        parser = _parser()
     # The tool commands print the tool layer's warnings themselves, located and with hints:
     # keep Python's last-resort handler from printing them a second time.
     logging.getLogger("cedarlite").addHandler(_QUIET)
