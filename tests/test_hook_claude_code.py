@@ -641,3 +641,31 @@ def test_the_shipped_settings_command_runs_through_a_shell(project: Project) -> 
         )
         results.append(finish(proc, project.event("Bash", tool_input).encode()).decision)
     assert results == ["allow", "deny"]
+
+
+def test_the_readme_recipe(tmp_path: Path) -> None:
+    """README "Use with Claude Code": the recipe runs in a fresh project and prints what the
+    README shows."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Use with Claude Code") :]
+    recipe, after = section.split("```bash\n", 1)[1].split("```\n", 1)
+    shown = after.split("```\n", 2)[1]
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {
+        **ENV,
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + ENV.get("PATH", ""),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    proc = subprocess.Popen(
+        ["bash", "-e", "-c", recipe.replace("path/to/cedarlite", str(ROOT))],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    answer = finish(proc, None, timeout=120)
+    assert answer.code == 0, answer.stderr
+    assert answer.stdout == shown
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["onFailure"] == "block"
