@@ -325,7 +325,7 @@ class Guard:
         config_value, tools_value = _config_value(config), _tools_value(tools)
         self.policy_hash = policy_hash(config_value, tools_value, self._rules_text)
         given = context if isinstance(context, Mapping) else {}
-        # What rebuilds `policy` and `policies` for a guard restored from a pickle.
+        # What rebuilds `policy`, `policies` and `resolution` for a guard restored from a pickle.
         self._inputs = (config_value, tools_value, dict(given), strict)
         self._context_json, self._context_redacted = redacted_json(
             {k: given[k] for k in CONTEXT_KEYS if k in given}, "/context"
@@ -478,8 +478,11 @@ class Guard:
                     continue
                 reasons = d.response.reasons if d.response is not None else ()
                 labels = tuple(self._labels.get(r, r) for r in reasons)
-                entries = self.policy.removal_entries(d, resolution.context)
                 layer = d.removed_by
+                # Only a deny list names an entry (a profile or allowlist lacks the tool).
+                entries = (
+                    self.policy.removal_entries(d, resolution.context) if "deny" in layer else ()
+                )
                 if entries:
                     layer += ": " + ", ".join(e if isinstance(e, str) else repr(e) for e in entries)
                 self._removed[t.normalized] = (t, layer, labels)
