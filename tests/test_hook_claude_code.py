@@ -26,7 +26,7 @@ import pytest
 
 from cedarlite.hooks import Outcome
 from cedarlite.hooks.sqlite_store import SQLiteSessionStore
-from cedarlite.hosts.claude_code import HookOptions, _pre_answer
+from cedarlite.hosts.claude_code import HookConfig, HookError, HookOptions, _pre_answer
 from cedarlite.hosts.claude_code import run as hook_run
 from cedarlite.hosts.mapping import CLAUDE_CODE_BUILTINS, CLAUDE_CODE_TOOLS
 
@@ -669,3 +669,24 @@ def test_the_readme_recipe(tmp_path: Path) -> None:
     assert answer.stdout == shown
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["onFailure"] == "block"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"config": {}, "tool": []}', "1:16: error[E0912]: unknown key `tool`"),
+        ('{"config": {}, "tools": {}}', "`tools` must be an array of tools"),
+        ('{"config": {}, "tools": [{"pluginId": "x"}]}', "`tools[0]` must be a tool object"),
+        ('{"config": {}, "context": []}', "`context` must be an object"),
+        ('{"config": {}, "claudeCode": {"tool": {}}}', "unknown key `claudeCode.tool`"),
+        ('{"config": {}, "claudeCode": {"tools": {"Bash": {}}}}', "Bash.tool`: expected"),
+        ("[]", "a hook configuration must be a JSON object"),
+        ('{"config": ', "invalid JSON"),
+    ],
+)
+def test_configuration_files_are_checked(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "hook.json"
+    path.write_text(text)
+    with pytest.raises(HookError) as info:
+        HookConfig.read(str(path))
+    assert message in info.value.render() and str(path) in info.value.render()

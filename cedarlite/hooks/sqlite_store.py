@@ -42,7 +42,8 @@ _PRUNE_COUNT = (
     "DELETE FROM sessions WHERE key IN "
     "(SELECT key FROM sessions ORDER BY updated DESC LIMIT -1 OFFSET ?)"
 )
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# ASCII, so that any string (lone surrogates included) is stored as it was.
+_encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 
 
 class SQLiteSessionStore:

@@ -29,7 +29,6 @@ import logging
 import math
 import os
 import pickle
-import re
 import shlex
 import sys
 import threading
@@ -62,7 +61,7 @@ PRE, POST, POST_FAILURE = "PreToolUse", "PostToolUse", "PostToolUseFailure"
 CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
-_MCP_TOOL = re.compile(r"[A-Za-z0-9_-]+__[A-Za-z0-9_-]+")
+_MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _SNAPSHOT_FORMAT = 1
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
@@ -94,7 +93,6 @@ class HookConfig:
     tools: tuple[Mapping[str, Any], ...]
     context: Mapping[str, Any]
     mapping: HostMapping
-    overrides: Any
     rules: tuple[tuple[str, str], ...]
     at: tuple[str, ...]  # where the tools configuration is in the file
 
@@ -124,9 +122,9 @@ class HookConfig:
                     from ..tools.lint import did_you_mean
 
                     raise fail((key,), f"unknown key `{key}`", did_you_mean(key, CONFIG_KEYS))
-            tools = data.get("tools") or []
-            context = data.get("context") or {}
-            host = data.get("claudeCode") or {}
+            tools = data["tools"] if data.get("tools") is not None else []
+            context = data["context"] if data.get("context") is not None else {}
+            host = data["claudeCode"] if data.get("claudeCode") is not None else {}
             for key, value, kind, name in (
                 ("tools", tools, list, "an array of tools"),
                 ("context", context, dict, "an object (the run context)"),
@@ -137,9 +135,11 @@ class HookConfig:
             for key in host:
                 if key != "tools":
                     raise fail(("claudeCode", key), f"unknown key `claudeCode.{key}`")
-        overrides = host.get("tools")
+            for i, tool in enumerate(tools):
+                if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                    raise fail(("tools", i), f"`tools[{i}]` must be a tool object with a name")
         try:
-            mapping = HostMapping.claude_code(overrides)
+            mapping = HostMapping.claude_code(host.get("tools"))
         except MappingError as err:
             raise HookError(err.message, source=path, help=err.help) from None
         texts = tuple((p, _read(p, "rules")) for p in (_shipped(r) for r in rules))
@@ -150,7 +150,6 @@ class HookConfig:
             tuple(tools),
             dict(context),
             mapping,
-            overrides,
             texts,
             ("config",) if wrapped else (),
         )
@@ -162,11 +161,9 @@ class HookConfig:
         built-ins of the same name), the MCP tools ``named`` by the rules, and the called tool
         when it is none of these."""
         tools: dict[str, Mapping[str, Any]] = {t["name"]: t for t in self.mapping.catalog()}
-        extra = [t for t in self.tools if isinstance(t, Mapping)]
-        for t in extra:
-            if isinstance(t.get("name"), str):
-                tools.pop(t["name"], None)
-        out = [*tools.values(), *extra]
+        for t in self.tools:
+            tools.pop(t["name"], None)
+        out = [*tools.values(), *self.tools]
         names = {t.get("name") for t in out}
         for name in named:
             if name not in names:
@@ -189,11 +186,7 @@ class HookConfig:
                 uids: list[Any] = [p.action.entity, *p.action.entities]
                 uids += [e.value for c in p.conditions for e in walk(c.body) if isinstance(e, Lit)]
                 for uid in uids:
-                    if (
-                        isinstance(uid, EntityUID)
-                        and uid.type == "Action"
-                        and _MCP_TOOL.fullmatch(uid.id)
-                    ):
+                    if isinstance(uid, EntityUID) and uid.type == "Action" and _mcp(uid.id):
                         found[uid.id] = None
         return list(found)
 
@@ -230,6 +223,11 @@ class HookConfig:
             loc = loc if loc[:1] == ("context",) and self.at else (*self.at, *loc)
             return issue.to_error(self.text, self.path, json_span(self.text, loc, key=issue.on_key))
         return err
+
+
+def _mcp(name: str) -> bool:
+    """``<server>__<tool>`` in the characters of spec §6.4."""
+    return "__" in name.strip("_") and all(c in _MCP_CHARS for c in name)
 
 
 def _shipped(reference: str) -> str:
@@ -353,7 +351,8 @@ def _pre_json(decision: str, reason: str, context: str | None = None) -> str:
     }
     if context:
         out["additionalContext"] = context
-    return json.dumps({"hookSpecificOutput": out}, ensure_ascii=False)
+    # ASCII: a stdout that cannot encode the answer must not turn a denial into no answer.
+    return json.dumps({"hookSpecificOutput": out}, ensure_ascii=True)
 
 
 def _watchdog(answer: _Answer, seconds: float) -> threading.Timer:
@@ -434,7 +433,7 @@ def run(options: HookOptions, stdin: Any = None, stdout: TextIO | None = None,
     package_log.addHandler(collect)
     propagate, package_log.propagate = package_log.propagate, False
     try:
-        text, note, code = _answer(options, stdin, answer, started, collect)
+        text, note, code = _answer(options, stdin, answer, started)
         notes = [*(f"cedarlite: {line}" for line in collect.lines), note]
         if not answer.give(text, "\n".join(n for n in notes if n)):
             threading.Event().wait()  # the watchdog is answering: it ends the process
@@ -446,7 +445,7 @@ def run(options: HookOptions, stdin: Any = None, stdout: TextIO | None = None,
 
 
 def _answer(
-    options: HookOptions, stdin: Any, answer: _Answer, started: float, collect: _Collect
+    options: HookOptions, stdin: Any, answer: _Answer, started: float
 ) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) for the event on ``stdin``."""
     try:
