@@ -690,3 +690,36 @@ def test_configuration_files_are_checked(tmp_path: Path, text: str, message: str
     with pytest.raises(HookError) as info:
         HookConfig.read(str(path))
     assert message in info.value.render() and str(path) in info.value.render()
+
+
+def test_run_context_from_the_event(tmp_path: Path) -> None:
+    path = tmp_path / "hook.json"
+    path.write_text(
+        json.dumps(
+            {
+                "config": {
+                    "tools": {"profile": "coding"},
+                    "agents": {
+                        "list": [
+                            {"id": "main", "default": True},
+                            {"id": "reviewer", "tools": {"loopDetection": {"enabled": True}}},
+                        ]
+                    },
+                }
+            }
+        )
+    )
+    config = HookConfig.read(str(path))
+    assert config.run_context({}) == {"senderIsOwner": True}
+    assert config.run_context({"agent_id": "a1", "agent_type": "reviewer"}) == {
+        "senderIsOwner": True,
+        "subagentDepth": 1,
+        "agentId": "reviewer",
+    }
+    # An agent type the configuration does not list is the default agent.
+    assert config.run_context({"agent_type": "Explore"}) == {"senderIsOwner": True}
+    assert config.loops_for_some_agent()
+    explicit = tmp_path / "explicit.json"
+    explicit.write_text(json.dumps({"config": {}, "context": {"senderIsOwner": False}}))
+    assert HookConfig.read(str(explicit)).run_context({}) == {"senderIsOwner": False}
+    assert not HookConfig.read(str(explicit)).loops_for_some_agent()

@@ -199,18 +199,26 @@ class HookConfig:
         if isinstance(event.get("agent_id"), str):
             context.setdefault("subagentDepth", 1)
         agent = event.get("agent_type")
-        if isinstance(agent, str) and "agentId" not in context:
-            config = self.config if isinstance(self.config, Mapping) else {}
-            agents = config.get("agents")
-            listed = agents.get("list") if isinstance(agents, Mapping) else None
-            ids = {
-                norm_agent_id(a.get("id"))
-                for a in (listed if isinstance(listed, list) else [])
-                if isinstance(a, Mapping)
-            }
-            if norm_agent_id(agent) in ids:
-                context["agentId"] = agent
+        listed = {norm_agent_id(a.get("id")) for a in self._agents()}
+        if isinstance(agent, str) and "agentId" not in context and norm_agent_id(agent) in listed:
+            context["agentId"] = agent
         return context
+
+    def loops_for_some_agent(self) -> bool:
+        """Whether an agent of the configuration turns loop detection on for itself."""
+        for agent in self._agents():
+            tools = agent.get("tools")
+            loops = tools.get("loopDetection") if isinstance(tools, Mapping) else None
+            if isinstance(loops, Mapping) and loops.get("enabled") is True:
+                return True
+        return False
+
+    def _agents(self) -> list[Mapping[str, Any]]:
+        """The agent entries of the configuration (``agents.list``)."""
+        config = self.config if isinstance(self.config, Mapping) else {}
+        agents = config.get("agents")
+        listed = agents.get("list") if isinstance(agents, Mapping) else None
+        return [a for a in listed if isinstance(a, Mapping)] if isinstance(listed, list) else []
 
     def located(self, err: CedarliteError) -> CedarliteError:
         """An error of the tools layer, located: a configuration or context finding in this
@@ -644,6 +652,7 @@ def print_settings(options: HookOptions, stdout: TextIO, stderr: TextIO) -> int:
         print(err.render(), file=stderr)
         return 1
     project = os.environ.get("CLAUDE_PROJECT_DIR") or None
-    snippet = settings(options, post=guard.loop_settings.enabled, project=project)
+    post = guard.loop_settings.enabled or config.loops_for_some_agent()
+    snippet = settings(options, post=post, project=project)
     print(json.dumps(snippet, indent=2), file=stdout)
     return 0
