@@ -159,14 +159,17 @@ def load(directory: str, key: str) -> bytes | None:
         os.close(dfd)
 
 
-def store(directory: str, key: str, data: bytes) -> bool:
+def store(directory: str, key: str, data: bytes, *, keep: int | None = None) -> bool:
     """Write entry ``key`` atomically (owner-only temporary file, then rename); ``False`` if it
-    could not be written (a full disk is not an error of the caller's). Raises
+    could not be written (a full disk is not an error of the caller's). With ``keep``, the
+    oldest entries beyond that many (by modification time) are removed first. Raises
     :class:`CacheError` if the directory is not private (anymore)."""
     _check_key(key)
     dfd = _open_checked(directory)
     tmp = f".{key}.{os.urandom(8).hex()}.tmp"
     try:
+        if keep is not None:
+            _prune(dfd, keep - 1)
         fd = os.open(tmp, _NEW_FLAGS, 0o600, dir_fd=dfd)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -181,6 +184,22 @@ def store(directory: str, key: str, data: bytes) -> bool:
     finally:
         os.close(dfd)
     return True
+
+
+def _prune(dfd: int, keep: int) -> None:
+    """Remove the oldest entries of the directory beyond ``keep`` (temporary files aside)."""
+    entries = []
+    for name in os.listdir(dfd):
+        if name.startswith("."):
+            continue
+        with contextlib.suppress(OSError):
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode):
+                entries.append((st.st_mtime_ns, name))
+    entries.sort(reverse=True)
+    for _, name in entries[max(0, keep) :]:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dfd)
 
 
 def load_pickle(directory: str, key: str) -> Any:

@@ -19,6 +19,8 @@ cedarlite tools lint config.json [--tools tools.json] [--context ctx.json]
 cedarlite tools schema scenario.json            # the Cedar schema of the scenario's tools
 cedarlite tools shipped                         # shipped policies and examples: cedarlite:NAME
 cedarlite mcp-proxy --config tools.json [--rules r.cedar]... [--server NAME] -- COMMAND [ARGS...]
+cedarlite hook claude-code --config hook.json [--rules r.cedar]... [--state-dir DIR] \
+    [--decision-log FILE] [--deadline S] [--print-settings]   # Claude Code's command hook
 ```
 
 ``--policies`` takes a file or a directory (every ``*.cedar`` file under it) and may be repeated;
@@ -856,8 +858,9 @@ def _with_parent(sub: Any, parent: argparse.ArgumentParser) -> Any:
     return sub
 
 
-def _parser() -> argparse.ArgumentParser:
-    # `--error-format` is accepted before the command and after it (as Cedar's global flag).
+def _common_options() -> argparse.ArgumentParser:
+    """The options every command takes: `--error-format`, accepted before the command and after
+    it (as Cedar's global flag)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--error-format",
@@ -865,6 +868,11 @@ def _parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="how errors are printed: human (with a caret snippet) or json (one object a line)",
     )
+    return common
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, Any]:
+    common = _common_options()
     parser = _ArgumentParser(
         prog="cedarlite",
         description="Cedar-compatible policy engine for AI agents' tool calls.",
@@ -874,6 +882,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = _with_parent(
         parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), common
     )
+    return parser, sub
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser, sub = _top_parser()
 
     def policies_args(p: argparse.ArgumentParser, required: bool = True) -> None:
         p.add_argument(
@@ -1012,7 +1025,8 @@ def _parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("tools", help="the agent tool layer (OpenClaw-style tool policy)")
     tsub = _with_parent(
-        t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND"), common
+        t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND"),
+        _common_options(),
     )
 
     def scenario_args(p: argparse.ArgumentParser) -> None:
@@ -1092,12 +1106,101 @@ def _parser() -> argparse.ArgumentParser:
     )
     mp.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]: the upstream")
     mp.set_defaults(run=cmd_mcp_proxy)
+
+    _hook_parser(sub)
     return parser
+
+
+def _hook_parser(sub: Any) -> None:
+    """``cedarlite hook HOST``. A hook runs once per tool call: ``main`` builds only this
+    part of the command line for it (the whole of it costs a hook process ~20-40 ms)."""
+    hk = sub.add_parser("hook", help="decide an agent host's tool calls as its hook command")
+    hsub = hk.add_subparsers(
+        dest="host", required=True, metavar="HOST", parser_class=_HookArgumentParser
+    )
+    hc = hsub.add_parser(
+        "claude-code",
+        help="Claude Code's PreToolUse/PostToolUse command hook (event on stdin, answer on stdout)",
+    )
+    hc.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE",
+        help='{"config", "tools", "context", "claudeCode"} or a bare tools configuration',
+    )
+    hc.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="argument rules (.cedar), e.g. cedarlite:exec-commands; repeatable",
+    )
+    hc.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="private directory for session state and built guards "
+        "(default ~/.cache/cedarlite/hook)",
+    )
+    hc.add_argument("--decision-log", metavar="FILE", help="append each decision (JSON Lines)")
+    hc.add_argument(
+        "--deadline",
+        type=_seconds,
+        metavar="S",
+        help="deny when no decision is made within S seconds (default 5)",
+    )
+    hc.add_argument(
+        "--print-settings",
+        action="store_true",
+        help="check the configuration and rules, then print the settings.json snippet",
+    )
+    hc.set_defaults(run=cmd_hook_claude_code)
+
+
+class _HookArgumentParser(_ArgumentParser):
+    """A hook's command line is run by the host: its mistakes exit 2, a blocking error (exit 1
+    would let the tool call through)."""
+
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message} (cedarlite blocks the call)", file=sys.stderr)
+        raise SystemExit(EXIT_DENY)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("the deadline must be between 0 and 3600 seconds")
+    return value
+
+
+def cmd_hook_claude_code(args: argparse.Namespace) -> int:
+    """Answer one Claude Code hook event (exit 0, or 2 for unreadable input), or print the
+    settings that install the hook (``--print-settings``)."""
+    from .hosts import claude_code
+
+    options = claude_code.HookOptions(
+        args.config,
+        tuple(args.rules),
+        args.state_dir,
+        args.decision_log,
+        args.deadline if args.deadline is not None else claude_code.DEFAULT_DEADLINE,
+    )
+    if args.print_settings:
+        return claude_code.print_settings(options, sys.stdout, sys.stderr)
+    return claude_code.run(options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (never raises on bad input)."""
-    parser = _parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["hook"]:
+        parser, sub = _top_parser()
+        _hook_parser(sub)
+    else:
+        parser = _parser()
     # The tool commands print the tool layer's warnings themselves, located and with hints:
     # keep Python's last-resort handler from printing them a second time.
     logging.getLogger("cedarlite").addHandler(_QUIET)

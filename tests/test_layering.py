@@ -65,11 +65,11 @@ LAYERS: list[list[str]] = [
     ["cedarlite.schema.validator"],
     ["cedarlite.authorizer"],
     ["cedarlite.runtests"],
+    ["cedarlite.shipped"],
     ["cedarlite.testing"],
     ["cedarlite.tools"],
     ["cedarlite.hooks"],
     ["cedarlite.hosts"],
-    ["cedarlite.shipped"],
     ["cedarlite.cli"],
     ["cedarlite.__main__"],
     ["cedarlite"],  # the facade: nothing inside the package imports it

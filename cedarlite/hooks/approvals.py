@@ -14,17 +14,18 @@ is the description, ``@title``, ``@severity`` (``info``, ``warning``, ``critical
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ast import Policy
 from ..errors import CedarliteError
 from ..ext.datetime import Duration
+
+if TYPE_CHECKING:
+    from ..ast import Policy
 
 log = logging.getLogger("cedarlite.hooks")
 
@@ -185,6 +186,8 @@ async def request_approval(request: ApprovalRequest, approver: Approver | None) 
     gateway unavailable. If the task awaiting the approval is itself cancelled, the
     cancellation propagates (after ``on_resolution("cancelled")``).
     """
+    import asyncio  # loaded already: an event loop is running this
+
     loop = asyncio.get_running_loop()
     started = loop.time()
     if approver is None:

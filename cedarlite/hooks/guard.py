@@ -23,7 +23,6 @@ is appended to the decision log, when there is one, before it is returned.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -34,19 +33,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..ast import Effect, Policy
-from ..authorizer import Decision, PolicyError, Response
-from ..compiler import compiled
 from ..entities import Entity, load_json
-from ..policyset import PolicySet
 from ..request import Request
+from ..response import Decision, PolicyError, Response
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
-from ..tools.config import js_truthy
-from ..tools.names import norm, norm_agent_id
+from ..tools.names import js_truthy, norm, norm_agent_id
 from ..tools.params import ToolArgumentError, call_arguments, call_entity
-from ..tools.resolve import EmptyAllowlistError, ToolPolicy
 from ..values import Record
 from . import _json, loops
 from .approvals import (
@@ -62,6 +56,16 @@ from .approvals import (
 )
 from .decision_log import DecisionLog, log_line, policy_hash, redacted_json
 from .state import DEFAULT_STORE, SessionState, SessionStore
+
+if TYPE_CHECKING:
+    from ..ast import Policy
+    from ..policyset import PolicySet
+    from ..tools.resolve import ToolPolicy, ToolResolution
+
+# Deciding needs the catalog, the parameter checks and the compiled policies; building a guard
+# also needs the configuration models (pydantic), the compilers and the parser: those are
+# imported where a guard is built, so that a process that loads a built guard (a hook, one
+# process per tool call) decides without them.
 
 log = logging.getLogger("cedarlite.hooks")
 
@@ -104,8 +108,9 @@ class Outcome(NamedTuple):
     determining Cedar policies; ``errors`` the policies that failed to evaluate;
     ``approval`` the first pending approval request of an ``"ask"`` (all of them in
     ``approvals``); ``failure`` whether a block is a failure (an error result) rather than a
-    veto (spec §11.5); ``warnings`` the loop warnings emitted for this call. (An immutable
-    record; a named tuple because one is built per call.)
+    veto (spec §11.5); ``warnings`` the loop warnings emitted for this call; ``error`` the
+    cause of a failure of the guard or of a hook (what the decision log's ``error`` says),
+    else ``None``. (An immutable record; a named tuple because one is built per call.)
     """
 
     action: str
@@ -119,6 +124,7 @@ class Outcome(NamedTuple):
     approvals: tuple[ApprovalRequest, ...] = ()
     failure: bool = False
     warnings: tuple[str, ...] = ()
+    error: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -129,6 +135,12 @@ class Outcome(NamedTuple):
     def blocked(self) -> bool:
         """``action == "block"``."""
         return self.action == "block"
+
+    def citing_policies(self, text: str) -> str:
+        """``text`` followed by the determining policies (``@id`` labels) it does not already
+        name: ``"... (policy exec.dangerous)"``, for reasons shown outside the guard."""
+        named = [p for p in self.policies if p not in text]
+        return f"{text} (policy {', '.join(named)})" if named else text
 
     def to_tool_result(self) -> dict[str, Any] | None:
         """The tool result the model receives for a block (spec §11.5); ``None`` otherwise.
@@ -268,7 +280,16 @@ class Guard:
 
     Raises :class:`~cedarlite.tools.EmptyAllowlistError` when an explicit allowlist leaves the
     run no tool (spec §9), and a :class:`~cedarlite.CedarliteError` for bad input.
+
+    A guard pickles: the copy decides alike, bound to the process that loads it (see
+    :meth:`__setstate__`).
     """
+
+    # `None` on a guard restored from a pickle until asked for (rebuilt from the inputs).
+    _policy: ToolPolicy | None
+    _policies: PolicySet | None
+    _resolution: ToolResolution | None
+    _rules_text: str
 
     def __init__(
         self,
@@ -288,14 +309,16 @@ class Guard:
         self.fail_closed = fail_closed
         self.approver = approver
         self.strict = strict
+        from ..tools.resolve import EmptyAllowlistError
+
         self.session_store: SessionStore = DEFAULT_STORE if session_store is None else session_store
         if not isinstance(tools, ToolCatalog):
             tools = tool_list(tools)
-        self.policy, rule_policies = self._build(config, tools, rules, context, strict)
-        resolution = self.policy.resolve(context)
+        self._policy, rule_policies = self._build(config, tools, rules, context, strict)
+        resolution = self._policy.resolve(context)
         if resolution.error is not None:
             raise EmptyAllowlistError(resolution.error, resolution)
-        self.resolution = resolution
+        self._resolution = resolution
         run = resolution.context
         self.agent: str = run.agent
         self._principal = run.principal
@@ -303,10 +326,13 @@ class Guard:
         self._entities = self.policy.entities
         self._tools = tuple(resolution.allowed)
         self._compile_rules(rule_policies)
-        self._index_tools()
+        self._index_tools(resolution)
         self.loop_settings = loops.LoopSettings.resolve(*self._loop_config())
-        self.policy_hash = policy_hash(_config_value(config), _tools_value(tools), self._rules_text)
+        config_value, tools_value = _config_value(config), _tools_value(tools)
+        self.policy_hash = policy_hash(config_value, tools_value, self._rules_text)
         given = context if isinstance(context, Mapping) else {}
+        # What rebuilds `policy`, `policies` and `resolution` for a guard restored from a pickle.
+        self._inputs = (config_value, tools_value, dict(given), strict)
         self._context_json, self._context_redacted = redacted_json(
             {k: given[k] for k in CONTEXT_KEYS if k in given}, "/context"
         )
@@ -317,12 +343,63 @@ class Guard:
         self._started_lock = threading.Lock()
         self._log: DecisionLog | None = None
         if decision_log is not None:
-            try:
-                self._log = DecisionLog(decision_log)
-            except OSError as err:
-                raise GuardError(
-                    f"cannot open the decision log `{os.fspath(decision_log)}`: {err.strerror}"
-                ) from None
+            self.open_decision_log(decision_log)
+
+    # -- pickling: hook processes start once per call and load a built guard -----------------
+
+    #: What a pickled guard leaves out: the process's (store, log, hooks, approver, events,
+    #: started calls), and the tool policy, the syntax trees and the resolution (rebuilt from
+    #: the inputs if asked for: loading them would need the configuration models).
+    _UNPICKLED = frozenset(
+        {
+            "on_event", "approver", "session_store", "_log", "_hooks", "_trusted",
+            "_registered", "_started", "_started_lock", "_policy", "_policies", "_resolution",
+        }
+    )  # fmt: skip
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything the guard decides with (plain data and the compiled policies)."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A restored guard decides as the pickled one did, with the process's defaults:
+        the default session store, no decision log, hooks, trusted policies, approver or
+        ``on_event`` (set the attributes, :meth:`open_decision_log`)."""
+        self.__dict__.update(state)
+        self.on_event = None
+        self.approver = None
+        self.session_store = DEFAULT_STORE
+        self._log = None
+        self._hooks = ()
+        self._trusted = ()
+        self._registered = 0
+        self._started = OrderedDict()
+        self._started_lock = threading.Lock()
+        self._policy = None
+        self._policies = None
+        self._resolution = None
+
+    def open_decision_log(self, path: str | os.PathLike[str]) -> None:
+        """Append every later decision to the JSON Lines file ``path`` (the ``decision_log``
+        of the constructor; a log already open is closed). Raises :class:`GuardError` if the
+        file cannot be opened."""
+        try:
+            log_file = DecisionLog(path)
+        except OSError as err:
+            raise GuardError(
+                f"cannot open the decision log `{os.fspath(path)}`: {err.strerror}"
+            ) from None
+        if self._log is not None:
+            self._log.close()
+        self._log = log_file
+
+    def _rebuild(self) -> None:
+        """``policy``, ``policies`` and ``resolution`` of a restored guard: built again from
+        its inputs."""
+        config, tools, context, strict = self._inputs
+        again = Guard(config, tools, context, rules=self._rules_text or None, strict=strict)
+        self._policy, self._policies = again._policy, again._policies
+        self._resolution = again._resolution
 
     # -- construction ----------------------------------------------------------------------
 
@@ -336,6 +413,8 @@ class Guard:
         a run context with unknown keys or agents raises it too, and rules that do not validate
         against the catalog's schema raise :class:`~cedarlite.tools.RulesError`.
         """
+        from ..tools.resolve import ToolPolicy
+
         policy = ToolPolicy(config, tools, strict=strict)
         policy.check_context(context)  # a no-op for a lenient policy
         return policy, _load_rules(policy, rules, strict)
@@ -343,6 +422,10 @@ class Guard:
     def _compile_rules(self, rule_policies: list[tuple[Policy, str | None]]) -> None:
         """Merge the rules into the tool layer's policies, once: rules get ids ``rule<n>`` and
         keep their ``@id`` label; ``@ask`` policies become permits whose satisfaction asks."""
+        from ..ast import Effect
+        from ..compiler import compiled
+        from ..policyset import PolicySet
+
         policies: list[Policy] = list(self.policy.policies)
         asks: dict[str, AskSpec] = {}
         ask_forbids: set[str] = set()
@@ -367,11 +450,12 @@ class Guard:
                 blocking.add(pid)
             annotations = {"id": label, **p.annotations}
             policies.append(replace(p, id=pid, effect=effect, annotations=annotations))
-        self._policies = PolicySet(policies, source="<guard>")
+        merged = PolicySet(policies, source="<guard>")
+        self._policies = merged
         self._rules_text = (
             PolicySet([p for p, _ in rule_policies]).to_cedar() if rule_policies else ""
         )
-        self._compiled = compiled(self._policies)
+        self._compiled = compiled(merged)
         self._labels = {p.id: p.annotations.get("id", p.id) for p in policies}
         self._reasons = {
             p.id: p.annotations["reason"] for p in policies if "reason" in p.annotations
@@ -380,14 +464,15 @@ class Guard:
         self._ask_forbids = frozenset(ask_forbids)
         self._blocking_errors = frozenset(blocking)
 
-    def _index_tools(self) -> None:
-        """Offered tools by exact and normalized name; removed tools' layer and policies."""
+    def _index_tools(self, resolution: ToolResolution) -> None:
+        """Offered tools by exact and normalized name; removed tools' layer (with the deny
+        entries that matched: ``tools.deny: github__delete_*``) and policies."""
         self._by_name: dict[str, ToolInfo] = {}
         self._by_norm: dict[str, ToolInfo] = {}
         # The resource entity of each tool's calls, without arguments (per call: one copy).
         self._call_entities: dict[str, Entity] = {}
         self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
-        for d in self.resolution.decisions:
+        for d in resolution.decisions:
             t = d.tool
             if d.allowed:
                 self._call_entities[t.key] = call_entity(self.policy.catalog, t, Record(), "call")
@@ -395,9 +480,18 @@ class Guard:
                     self._by_name.setdefault(t.name, t)
                 self._by_norm.setdefault(t.normalized, t)
             elif d.removed_by is not None:
+                if t.normalized in self._removed:
+                    continue
                 reasons = d.response.reasons if d.response is not None else ()
                 labels = tuple(self._labels.get(r, r) for r in reasons)
-                self._removed.setdefault(t.normalized, (t, d.removed_by, labels))
+                layer = d.removed_by
+                # Only a deny list names an entry (a profile or allowlist lacks the tool).
+                entries = (
+                    self.policy.removal_entries(d, resolution.context) if "deny" in layer else ()
+                )
+                if entries:
+                    layer += ": " + ", ".join(e if isinstance(e, str) else repr(e) for e in entries)
+                self._removed[t.normalized] = (t, layer, labels)
 
     def _loop_config(self) -> tuple[Any, Any]:
         """``tools.loopDetection`` and the run's agent's ``loopDetection``."""
@@ -415,6 +509,22 @@ class Guard:
     # -- public surface ----------------------------------------------------------------------
 
     @property
+    def policy(self) -> ToolPolicy:
+        """The compiled tool policy of the configuration and catalog (spec §4-§10)."""
+        if self._policy is None:
+            self._rebuild()
+        assert self._policy is not None
+        return self._policy
+
+    @property
+    def resolution(self) -> ToolResolution:
+        """The run's tool resolution (spec §4.4): the offered tools and why others are not."""
+        if self._resolution is None:
+            self._rebuild()
+        assert self._resolution is not None
+        return self._resolution
+
+    @property
     def tools(self) -> list[Any]:
         """The names of the tools offered to the model for this run (spec §4.4), in order."""
         return list(self._tools)
@@ -422,10 +532,13 @@ class Guard:
     @property
     def policies(self) -> PolicySet:
         """The compiled policy set the guard decides with (tool layer and rules)."""
+        if self._policies is None:
+            self._rebuild()
+        assert self._policies is not None
         return self._policies
 
     def __repr__(self) -> str:
-        tools, policies = len(self._tools), len(self._policies)
+        tools, policies = len(self._tools), len(self._labels)
         return f"<Guard agent={self.agent!r}: {tools} tools, {policies} policies>"
 
     def __enter__(self) -> Guard:
@@ -502,6 +615,8 @@ class Guard:
         running the approval flow (spec §11.4) with the ``approver``: the answer is
         ``"allow"`` or ``"block"``. If the awaiting task is cancelled during an approval, the
         decision is logged as cancelled and the cancellation propagates."""
+        import asyncio  # loaded already: an event loop is running this
+
         c = _Call(tool_name, params, call)
         try:
             outcome = self._check(c)
@@ -947,6 +1062,7 @@ class Guard:
             c.errors,
             failure=failure,
             warnings=tuple(c.warnings),
+            error=c.error if failure else None,
         )
 
     def _failed(self, c: _Call, err: BaseException) -> Outcome:
@@ -1075,6 +1191,8 @@ def _approval_entry(
 def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Policy, str | None]]:
     """The active policies of ``rules`` (a PolicySet, Cedar text, a path or a list of paths),
     each with the source it came from, validated against the catalog when ``validate``."""
+    from ..policyset import PolicySet
+
     if rules is None:
         return []
     if isinstance(rules, os.PathLike):

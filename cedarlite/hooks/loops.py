@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..tools.config import js_truthy
-from ..tools.names import js_trim
+from ..tools.names import js_trim, js_truthy
 from . import _json
 
 #: Most history entries a session keeps, whatever ``historySize`` says (bounds memory and the

@@ -354,9 +354,7 @@ def _reason(outcome: Outcome, asked: list[ApprovalRequest]) -> str:
         request = asked[-1]
         text = f"{text}: {request.description or request.title}"
     if outcome.denied_reason in ("policy", "plugin-approval"):
-        labels = [p for p in outcome.policies if p not in text]
-        if labels:
-            text += f" (policy {', '.join(labels)})"
+        text = outcome.citing_policies(text)
     return text
 
 

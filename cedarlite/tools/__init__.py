@@ -18,23 +18,72 @@ assert res.allowed == ["read"] and res.removed == {"browser": "tools.profile"}
   :func:`normalize_tool_parameters` the provider schema normalization of the spec's §12.
 """
 
-from .catalog import ToolCatalog, ToolsError, mcp_tools
-from .compile import ToolPolicySet, compile_config
-from .config import ConfigError, ConfigIssue
-from .lint import RUN_CONTEXT_KEYS, check_config, lint_config, load_config
-from .params import ToolArgumentError, cedar_schema, normalize_tool_parameters
-from .resolve import (
-    CallDecision,
-    EmptyAllowlistError,
-    Explanation,
-    RulesError,
-    RuleSet,
-    ToolPolicy,
-    ToolResolution,
-    authorize_call,
-    explain,
-    resolve_tools,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names, for type checkers and IDEs; at run time see __getattr__
+    from .catalog import ToolCatalog, ToolsError, mcp_tools
+    from .compile import ToolPolicySet, compile_config
+    from .config import ConfigError, ConfigIssue
+    from .lint import RUN_CONTEXT_KEYS, check_config, lint_config, load_config
+    from .params import ToolArgumentError, cedar_schema, normalize_tool_parameters
+    from .resolve import (
+        CallDecision,
+        EmptyAllowlistError,
+        Explanation,
+        RulesError,
+        RuleSet,
+        ToolPolicy,
+        ToolResolution,
+        authorize_call,
+        explain,
+        resolve_tools,
+    )
+
+# Each public name's module. They load on first use (PEP 562): a hook process that decides
+# with a built guard needs the catalog and the parameter checks, not the configuration models
+# (pydantic) or the compiler of configurations.
+_HOMES = {
+    "ToolCatalog": "catalog",
+    "ToolsError": "catalog",
+    "mcp_tools": "catalog",
+    "ToolPolicySet": "compile",
+    "compile_config": "compile",
+    "ConfigError": "config",
+    "ConfigIssue": "config",
+    "check_config": "lint",
+    "load_config": "lint",
+    "RUN_CONTEXT_KEYS": "lint",
+    "lint_config": "lint",
+    "ToolArgumentError": "params",
+    "cedar_schema": "params",
+    "normalize_tool_parameters": "params",
+    "CallDecision": "resolve",
+    "EmptyAllowlistError": "resolve",
+    "Explanation": "resolve",
+    "RulesError": "resolve",
+    "RuleSet": "resolve",
+    "ToolPolicy": "resolve",
+    "ToolResolution": "resolve",
+    "authorize_call": "resolve",
+    "explain": "resolve",
+    "resolve_tools": "resolve",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(__import__(f"{__name__}.{home}", fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "RUN_CONTEXT_KEYS",

@@ -297,14 +297,3 @@ def read_config(raw: Mapping[str, Any]) -> ToolsConfig:
         return ToolsConfig.model_validate(raw, context={"lenient": True})
     except ValidationError as err:  # pragma: no cover - the lenient reading accepts all
         raise ConfigError(f"cannot read the tools configuration: {err}") from None
-
-
-def js_truthy(value: Any) -> bool:
-    """JavaScript truthiness of a JSON value (``0``, ``""``, ``false``, ``null`` are falsy)."""
-    if value is None or value is False:
-        return False
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value != 0 and value == value
-    if isinstance(value, str):
-        return value != ""
-    return True

@@ -37,8 +37,8 @@ from .catalog import (
     PROFILES,
     ToolCatalog,
 )
-from .config import ConfigError, ConfigIssue, ToolsConfig, js_truthy, read_config
-from .names import glob_regex, js_trim, norm, norm_agent_id, trim_lower
+from .config import ConfigError, ConfigIssue, ToolsConfig, read_config
+from .names import glob_regex, js_trim, js_truthy, norm, norm_agent_id, trim_lower
 
 Loc = tuple[str | int, ...]
 

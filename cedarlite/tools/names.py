@@ -36,6 +36,17 @@ def js_trim(value: str) -> str:
     return value.strip(JS_WHITESPACE)
 
 
+def js_truthy(value: Any) -> bool:
+    """JavaScript truthiness of a JSON value (``0``, ``""``, ``false``, ``null`` are falsy)."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value != 0 and value == value
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
 def trim_lower(value: Any) -> str:
     """Trimmed and lower-cased (no aliases): plugin ids, byProvider keys, channel ids.
 

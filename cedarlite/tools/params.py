@@ -63,7 +63,7 @@ from .catalog import (
     guard_depth,
     plugin_uid,
 )
-from .config import js_truthy
+from .names import js_truthy
 
 #: Namespace of the per-tool call resource types (``Call::exec``).
 CALL_NAMESPACE = "Call"

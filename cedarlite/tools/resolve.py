@@ -58,7 +58,7 @@ from .compile import (
     ToolPolicySet,
     compile_config,
 )
-from .config import ConfigIssue, ToolsConfig, js_truthy, read_config
+from .config import ConfigIssue, ToolsConfig, read_config
 from .lint import (
     as_object,
     configured_agents,
@@ -68,7 +68,7 @@ from .lint import (
     lint_config,
     raise_errors,
 )
-from .names import js_trim, norm, norm_agent_id, trim_lower
+from .names import js_trim, js_truthy, norm, norm_agent_id, trim_lower
 from .params import ToolArgumentError, call_arguments, call_entity, cedar_schema
 
 #: The engine every tool decision uses: cedarlite's compiled decision index (the reference
@@ -502,6 +502,17 @@ class ToolPolicy:
             )
         )
         return tuple(out)
+
+    def removal_entries(self, decision: ToolDecision, run: RunContext) -> tuple[Any, ...]:
+        """The configured deny entries that removed a tool (``github__delete_*`` of
+        ``tools.deny``), from the layer that removed it; ``()`` when no deny entry did (a
+        profile or an allowlist that lacks the tool, a default list, a registration rule)."""
+        if decision.allowed or not decision.tool.registered:
+            return ()
+        for step in self._trace(decision.tool, run, decision):
+            if step.removed_as == decision.removed_by and step.deny_matches:
+                return step.deny_matches
+        return ()
 
     @staticmethod
     def _layer_trace(

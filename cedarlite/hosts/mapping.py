@@ -1,0 +1,320 @@
+"""Host tools → OpenClaw tools: the names and arguments of an agent host's calls, as data.
+
+A host (Claude Code, and the hosts that copy its hook JSON) calls its own tools (``Bash``,
+``Read``, ``mcp__github__create_issue``); cedarlite's policies speak of OpenClaw tools (``exec``,
+``read``, ``github__create_issue``) and their arguments (``command``, ``path``). A
+:class:`HostMapping` turns one into the other:
+
+* a built-in tool with an entry in :data:`CLAUDE_CODE_TOOLS` becomes its ``tool``, its
+  arguments renamed by ``arguments`` (``file_path`` → ``path``; a rename to ``null`` drops the
+  argument; arguments not listed pass unchanged), its ``paths`` made relative to the call's
+  working directory when they lie inside it (OpenClaw paths are workspace-relative), and, with
+  ``each``, one call per element of that array argument (``MultiEdit``: one ``edit`` per edit);
+* ``mcp__<server>__<tool>`` becomes the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``),
+  named as spec §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`), arguments
+  unchanged;
+* any other tool becomes its lower-cased name (``TodoWrite`` → ``todowrite``), arguments
+  unchanged. No profile lists these: a configuration allows them by name (``alsoAllow``).
+
+The table is data: a configuration overrides entries by host tool name (``null`` removes one)
+with :meth:`HostMapping.claude_code`. :meth:`HostMapping.catalog` is the tool list of a run of
+the host (every built-in's OpenClaw tool, with parameter schemas for ``glob`` and ``grep``), to
+which a call's tool is added when it is not in it (MCP tools are known only when called).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CedarliteError
+from ..tools.catalog import BUNDLE_MCP, mcp_tools
+
+#: The built-in tools of Claude Code with an OpenClaw counterpart (agent-hosts spec §4; the
+#: contract rows, and ``glob``/``grep`` typed so that path rules see their ``path``).
+CLAUDE_CODE_TOOLS: Mapping[str, Mapping[str, Any]] = {
+    # Bash's `timeout` is in milliseconds; exec's is in seconds: never the one as the other.
+    "Bash": {
+        "tool": "exec",
+        "arguments": {"run_in_background": "background", "timeout": "timeoutMs"},
+    },
+    "Read": {"tool": "read", "arguments": {"file_path": "path"}, "paths": ["path"]},
+    "Write": {"tool": "write", "arguments": {"file_path": "path"}, "paths": ["path"]},
+    "Edit": {
+        "tool": "edit",
+        "arguments": {"file_path": "path", "old_string": "oldText", "new_string": "newText"},
+        "paths": ["path"],
+    },
+    # Removed in Claude Code 2.0; old sessions still send it: one `edit` decision per edit.
+    "MultiEdit": {
+        "tool": "edit",
+        "arguments": {"file_path": "path", "old_string": "oldText", "new_string": "newText"},
+        "paths": ["path"],
+        "each": "edits",
+    },
+    "WebFetch": {"tool": "web_fetch"},
+    "WebSearch": {"tool": "web_search"},
+    "Glob": {"tool": "glob", "paths": ["path"]},
+    "Grep": {"tool": "grep", "paths": ["path"]},
+}
+
+#: Claude Code's other built-in tools (``BUILTIN_TOOL_NAMES``, 2.1.x; ``Task`` and ``KillShell``
+#: are the older names of ``Agent`` and ``TaskStop``). Each is a tool of the run's catalog under
+#: its lower-cased name, so that a configuration can allow or deny it by that name.
+CLAUDE_CODE_BUILTINS: tuple[str, ...] = (
+    "Agent", "Task", "NotebookEdit", "TodoWrite", "PowerShell", "AskUserQuestion",
+    "ExitPlanMode", "EnterPlanMode", "TaskStop", "KillShell", "BashOutput", "TaskOutput",
+    "TaskCreate", "TaskGet", "TaskUpdate", "TaskList", "CronCreate", "CronDelete", "CronList",
+    "Skill", "SlashCommand", "LSP", "ToolSearch", "Monitor", "SendMessage", "EnterWorktree",
+    "ExitWorktree", "ListMcpResourcesTool", "ReadMcpResourceTool",
+)  # fmt: skip
+
+#: Parameter schemas of the OpenClaw tools of the table that are not core tools (the core
+#: tools' schemas are :data:`cedarlite.tools.params.CORE_PARAMETERS`).
+TOOL_PARAMETERS: Mapping[str, Mapping[str, Any]] = {
+    "glob": {
+        "type": "object",
+        "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["pattern"],
+    },
+    "grep": {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string"},
+            "path": {"type": "string"},
+            "glob": {"type": "string"},
+        },
+        "required": ["pattern"],
+    },
+}
+
+#: At most this many calls are made of one host call (``MultiEdit``'s edits).
+MAX_EACH = 256
+
+#: Longer tool names are refused (MCP names are at most 64 characters after cleaning).
+MAX_NAME = 256
+
+_ENTRY_KEYS = ("tool", "arguments", "paths", "each")
+
+
+class MappingError(CedarliteError):
+    """A host call that cannot be mapped (a malformed argument), or a malformed mapping
+    override in a configuration (``path`` names where)."""
+
+    code = "E0920"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMapping:
+    """One entry of the table: the host tool ``host`` is the OpenClaw tool ``tool``.
+
+    ``arguments`` renames host arguments (``None`` drops one; others pass unchanged);
+    ``paths`` are OpenClaw arguments holding file paths, made relative to the working
+    directory when inside it; ``each`` names an array argument whose elements are decided as
+    separate calls (their keys join the call's other arguments before the renaming).
+    """
+
+    host: str
+    tool: str
+    arguments: Mapping[str, str | None]
+    paths: tuple[str, ...] = ()
+    each: str | None = None
+
+    @classmethod
+    def from_json(cls, host: str, data: Any, path: str = "") -> ToolMapping:
+        """Read one entry (``{"tool", "arguments"?, "paths"?, "each"?}``); raises
+        :class:`MappingError` naming ``path`` and the bad value."""
+        where = path or host
+        if not isinstance(data, Mapping):
+            raise MappingError(f"`{where}`: a tool mapping must be an object")
+        for key in data:
+            if key not in _ENTRY_KEYS:
+                raise MappingError(
+                    f"`{where}`: unknown key `{key}`",
+                    help="the keys are " + ", ".join(f"`{k}`" for k in _ENTRY_KEYS),
+                )
+        tool = data.get("tool")
+        if not isinstance(tool, str) or not tool.strip():
+            raise MappingError(f"`{where}.tool`: expected the OpenClaw tool name, a string")
+        renames = data.get("arguments") or {}
+        if not isinstance(renames, Mapping) or not all(
+            isinstance(v, str | None) for v in renames.values()
+        ):
+            raise MappingError(
+                f"`{where}.arguments`: expected an object of argument names (or null to drop)"
+            )
+        paths = data.get("paths") or []
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise MappingError(f"`{where}.paths`: expected an array of argument names")
+        each = data.get("each")
+        if each is not None and not isinstance(each, str):
+            raise MappingError(f"`{where}.each`: expected an argument name")
+        return cls(host, tool.strip(), dict(renames), tuple(paths), each)
+
+
+@dataclass(frozen=True, slots=True)
+class MappedCall:
+    """A host call as OpenClaw calls: the tool (``plugin_id`` ``"bundle-mcp"`` for an MCP
+    tool) and the params of each call to decide (several for ``each``)."""
+
+    host_tool: str
+    tool: str
+    plugin_id: str | None
+    params: tuple[Any, ...]
+
+    def tool_entry(self) -> dict[str, Any]:
+        """The tool object of spec §4.2 for a catalog that lacks this tool."""
+        entry: dict[str, Any] = {"name": self.tool}
+        if self.plugin_id is not None:
+            entry["pluginId"] = self.plugin_id
+        parameters = TOOL_PARAMETERS.get(self.tool)
+        if parameters is not None and self.plugin_id is None:
+            entry["parameters"] = dict(parameters)
+        return entry
+
+
+class HostMapping:
+    """The tool mapping of a host: :meth:`claude_code` for Claude Code's."""
+
+    def __init__(self, entries: Mapping[str, ToolMapping], builtins: Sequence[str] = ()) -> None:
+        self.entries: Mapping[str, ToolMapping] = dict(entries)
+        self.builtins: tuple[str, ...] = tuple(builtins)
+
+    @classmethod
+    def claude_code(cls, overrides: Any = None, path: str = "claudeCode.tools") -> HostMapping:
+        """Claude Code's table with a configuration's ``overrides`` (host tool name → entry,
+        or ``null`` to fall back to the lower-cased name); raises :class:`MappingError`."""
+        entries = {
+            host: ToolMapping.from_json(host, data) for host, data in CLAUDE_CODE_TOOLS.items()
+        }
+        if overrides is not None:
+            if not isinstance(overrides, Mapping):
+                raise MappingError(f"`{path}`: expected an object of host tool names")
+            for host, data in overrides.items():
+                if data is None:
+                    entries.pop(host, None)
+                else:
+                    entries[host] = ToolMapping.from_json(host, data, f"{path}.{host}")
+        return cls(entries, CLAUDE_CODE_BUILTINS)
+
+    def catalog(self) -> list[dict[str, Any]]:
+        """The run's tool list: the OpenClaw tool of every built-in, in table order."""
+        names = [m.tool for m in self.entries.values()]
+        names += [b.lower() for b in self.builtins if b not in self.entries]
+        out = []
+        for name in dict.fromkeys(names):
+            entry: dict[str, Any] = {"name": name}
+            if name in TOOL_PARAMETERS:
+                entry["parameters"] = dict(TOOL_PARAMETERS[name])
+            out.append(entry)
+        return out
+
+    def map_call(
+        self, tool_name: Any, tool_input: Any, *, cwd: Any = None, mcp_server: Any = None
+    ) -> MappedCall:
+        """The OpenClaw calls of one host call; raises :class:`MappingError` for a name that
+        is not a string (or is too long), a malformed ``each`` array, or arguments that
+        collide once renamed."""
+        if not isinstance(tool_name, str) or not tool_name.strip():
+            raise MappingError("`tool_name` must be a non-empty string")
+        if len(tool_name) > MAX_NAME:
+            raise MappingError(f"`tool_name` is longer than {MAX_NAME} characters")
+        entry = self.entries.get(tool_name)
+        if entry is not None:
+            params = [_rename(entry, p, cwd) for p in _split(entry, tool_input)]
+            return MappedCall(tool_name, entry.tool, None, tuple(params))
+        mcp = mcp_name(tool_name, mcp_server)
+        if mcp is not None:
+            return MappedCall(tool_name, mcp, BUNDLE_MCP, (tool_input,))
+        return MappedCall(tool_name, tool_name.strip().lower(), None, (tool_input,))
+
+
+def mcp_name(tool_name: str, server: Any = None) -> str | None:
+    """``mcp__<server>__<tool>`` as the MCP tool name ``<server>__<tool>`` of spec §6.4
+    (``None`` for other names). The server part is the one in the host's tool name; the hook
+    input's ``mcp_server.name``, when it has one, says where it ends (a server name may hold
+    ``__``)."""
+    if not tool_name.startswith("mcp__"):
+        return None
+    rest = tool_name[5:]
+    server_part = None
+    if isinstance(server, Mapping) and isinstance(server.get("name"), str):
+        known = _host_clean(server["name"])
+        if known and rest.startswith(known + "__"):
+            server_part = known
+    if server_part is None:
+        server_part, sep, _ = rest.partition("__")
+        if not sep:
+            return None
+    tool_part = rest[len(server_part) + 2 :]
+    if not server_part or not tool_part:
+        return None
+    named, _ = mcp_tools({server_part: [tool_part]})
+    return named[0].name if named else None
+
+
+def _host_clean(name: str) -> str:
+    """A server name as Claude Code writes it in tool names (``[^A-Za-z0-9_-]`` → ``_``)."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in name)
+
+
+def _split(entry: ToolMapping, tool_input: Any) -> list[Any]:
+    """The params of each call: one, or one per element of the ``each`` array."""
+    if entry.each is None or not isinstance(tool_input, Mapping):
+        return [tool_input]
+    items = tool_input.get(entry.each)
+    if not isinstance(items, list) or not items:
+        raise MappingError(f"{entry.host}: `{entry.each}` must be a non-empty array")
+    if len(items) > MAX_EACH:
+        raise MappingError(f"{entry.host}: more than {MAX_EACH} elements in `{entry.each}`")
+    common = {k: v for k, v in tool_input.items() if k != entry.each}
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise MappingError(f"{entry.host}: `{entry.each}[{i}]` must be an object")
+        clash = next((k for k in item if k in common), None)
+        if clash is not None:
+            raise MappingError(f"{entry.host}: `{entry.each}[{i}].{clash}` repeats `{clash}`")
+        out.append({**common, **item})
+    return out
+
+
+def _rename(entry: ToolMapping, params: Any, cwd: Any) -> Any:
+    """Rename the arguments of one call and make its paths workspace-relative."""
+    if not isinstance(params, Mapping):
+        return params  # the guard refuses arguments that are not an object, with its message
+    out: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key, value in params.items():
+        target = entry.arguments.get(key, key)  # a rename to None drops it
+        if target is None:
+            continue
+        if target in out:
+            raise MappingError(
+                f"{entry.host}: arguments `{sources[target]}` and `{key}` are both `{target}`"
+            )
+        out[target] = value
+        sources[target] = key
+    for name in entry.paths:
+        value = out.get(name)
+        if isinstance(value, str):
+            out[name] = relative_path(value, cwd)
+    return out
+
+
+def relative_path(path: str, cwd: Any) -> str:
+    """``path`` relative to the directory ``cwd`` when it lies inside it (``/w/app/src/a.py``
+    in ``/w/app`` is ``src/a.py``, ``/w/app`` itself is ``.``); otherwise unchanged, and
+    always when ``cwd`` is ``/`` (the whole file system is no workspace). Purely textual:
+    ``..`` segments stay, for the rules that refuse them."""
+    if not isinstance(cwd, str) or not cwd.startswith("/") or not path.startswith("/"):
+        return path
+    base = cwd.rstrip("/")
+    if not base:
+        return path
+    if path == base or path == base + "/":
+        return "."
+    if path.startswith(base + "/"):
+        return path[len(base) + 1 :]
+    return path

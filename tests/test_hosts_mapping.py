@@ -1,0 +1,179 @@
+"""Host tools as OpenClaw tools: Claude Code's names and arguments (cedarlite.hosts.mapping)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cedarlite import ValidationError
+from cedarlite.hosts.mapping import (
+    CLAUDE_CODE_BUILTINS,
+    CLAUDE_CODE_TOOLS,
+    MAX_EACH,
+    HostMapping,
+    MappingError,
+    mcp_name,
+    relative_path,
+)
+from cedarlite.tools import ToolPolicy
+
+CLAUDE = HostMapping.claude_code()
+
+
+def mapped(tool: str, tool_input: object, **kw: object) -> tuple[str, str | None, tuple]:
+    call = CLAUDE.map_call(tool, tool_input, **kw)
+    return call.tool, call.plugin_id, call.params
+
+
+def test_contract_rows_of_the_spec() -> None:
+    """agent-hosts.md §4: the contract rows, names and arguments."""
+    assert mapped("Bash", {"command": "git status", "description": "Show status"}) == (
+        "exec",
+        None,
+        ({"command": "git status", "description": "Show status"},),
+    )
+    # Bash's timeout is milliseconds: never exec's `timeout` (seconds).
+    assert mapped("Bash", {"command": "make", "timeout": 120000, "run_in_background": True})[2] == (
+        {"command": "make", "timeoutMs": 120000, "background": True},
+    )
+    assert mapped("Read", {"file_path": "/w/app/a.py", "offset": 10, "limit": 5}, cwd="/w/app")[
+        :3
+    ] == ("read", None, ({"path": "a.py", "offset": 10, "limit": 5},))
+    assert mapped("Write", {"file_path": "/w/app/b.txt", "content": "x"}, cwd="/w/app")[2] == (
+        {"path": "b.txt", "content": "x"},
+    )
+    edit = {"file_path": "/w/app/c.py", "old_string": "a", "new_string": "b", "replace_all": True}
+    assert mapped("Edit", edit, cwd="/w/app") == (
+        "edit",
+        None,
+        ({"path": "c.py", "oldText": "a", "newText": "b", "replace_all": True},),
+    )
+    assert mapped("WebFetch", {"url": "https://x.dev", "prompt": "p"})[:2] == ("web_fetch", None)
+    assert mapped("WebSearch", {"query": "cedar"})[:2] == ("web_search", None)
+
+
+def test_multi_edit_is_one_edit_per_edit() -> None:
+    tool_input = {
+        "file_path": "/w/app/c.py",
+        "edits": [{"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}],
+    }
+    tool, _, params = mapped("MultiEdit", tool_input, cwd="/w/app")
+    assert tool == "edit"
+    assert params == (
+        {"path": "c.py", "oldText": "a", "newText": "b"},
+        {"path": "c.py", "oldText": "c", "newText": "d"},
+    )
+    for bad in ({"file_path": "x"}, {"file_path": "x", "edits": []}, {"edits": [1]}):
+        with pytest.raises(MappingError):
+            CLAUDE.map_call("MultiEdit", bad)
+    with pytest.raises(MappingError, match="more than 256"):
+        CLAUDE.map_call("MultiEdit", {"file_path": "x", "edits": [{}] * (MAX_EACH + 1)})
+    with pytest.raises(MappingError, match="repeats"):
+        CLAUDE.map_call("MultiEdit", {"file_path": "x", "edits": [{"file_path": "y"}]})
+
+
+def test_mcp_tools_are_named_as_spec_6_4() -> None:
+    assert mapped("mcp__github__create_issue", {"repo": "a/b"}) == (
+        "github__create_issue",
+        "bundle-mcp",
+        ({"repo": "a/b"},),
+    )
+    assert mcp_name("mcp__brave-search__web_search") == "brave-search__web_search"
+    # A server name with `__` in it: the hook input's mcp_server says where it ends.
+    assert mcp_name("mcp__my__srv__get_x", {"name": "my__srv"}) == "my__srv__get_x"
+    assert mcp_name("mcp__my__srv__get_x") == "my__srv__get_x"  # first `__`: same name here
+    assert mcp_name("mcp__a_b__tool", {"name": "a b"}) == "a_b__tool"  # Claude's cleaning
+    # §6.4: the server part is cut to 30 characters.
+    assert mcp_name("mcp__" + "s" * 40 + "__t") == "s" * 30 + "__t"
+    for not_mcp in ("mcp__", "mcp__x", "mcp____t", "Mcp__a__b"):
+        assert mcp_name(not_mcp) is None
+
+
+def test_other_tools_by_lower_cased_name() -> None:
+    assert mapped("TodoWrite", {"todos": []}) == ("todowrite", None, ({"todos": []},))
+    assert mapped("Agent", {"prompt": "p"})[0] == "agent"
+    assert mapped("Task", {"prompt": "p"})[0] == "task"
+    assert mapped("SomeFutureTool", [1, 2])[:3] == ("somefuturetool", None, ([1, 2],))
+    # Arguments that are not an object pass as they are: the guard refuses them.
+    assert mapped("Bash", "ls")[2] == ("ls",)
+
+
+def test_bad_names_and_colliding_arguments() -> None:
+    for name in (None, 5, "", "  ", "x" * 300):
+        with pytest.raises(MappingError):
+            CLAUDE.map_call(name, {})
+    with pytest.raises(MappingError, match="`file_path` and `path` are both `path`"):
+        CLAUDE.map_call("Read", {"file_path": "a", "path": "b"})
+
+
+def test_relative_paths() -> None:
+    assert relative_path("/w/app/src/a.py", "/w/app") == "src/a.py"
+    assert relative_path("/w/app/src/a.py", "/w/app/") == "src/a.py"
+    assert relative_path("/w/app", "/w/app") == "."
+    assert relative_path("/w/application/a", "/w/app") == "/w/application/a"
+    assert relative_path("/etc/passwd", "/w/app") == "/etc/passwd"
+    # `..` stays, for the rules that refuse it.
+    assert relative_path("/w/app/../../etc/shadow", "/w/app") == "../../etc/shadow"
+    assert relative_path("/etc/passwd", "/") == "/etc/passwd"  # `/` is no workspace
+    assert relative_path("a.py", "/w/app") == "a.py"
+    assert relative_path("/w/app/a.py", None) == "/w/app/a.py"
+
+
+def test_overrides_are_data_and_checked() -> None:
+    custom = HostMapping.claude_code(
+        {
+            "NotebookEdit": {
+                "tool": "write",
+                "arguments": {"notebook_path": "path", "new_source": "content", "cell_id": None},
+                "paths": ["path"],
+            },
+            "Bash": None,  # back to the lower-cased name (`bash`, which normalizes to exec)
+        }
+    )
+    call = custom.map_call(
+        "NotebookEdit",
+        {"notebook_path": "/w/n.ipynb", "new_source": "x", "cell_id": "c1"},
+        cwd="/w",
+    )
+    assert (call.tool, call.params) == ("write", ({"path": "n.ipynb", "content": "x"},))
+    assert custom.map_call("Bash", {"command": "ls"}).tool == "bash"
+    names = [t["name"] for t in custom.catalog()]
+    assert "notebookedit" not in names and "write" in names
+    bad = [
+        ([], "expected an object of host tool names"),
+        ({"Bash": 1}, "must be an object"),
+        ({"Bash": {"tool": ""}}, "OpenClaw tool name"),
+        ({"Bash": {"tool": "exec", "argumens": {}}}, "unknown key `argumens`"),
+        ({"Bash": {"tool": "exec", "arguments": {"a": 1}}}, "argument names"),
+        ({"Bash": {"tool": "exec", "paths": "path"}}, "array of argument names"),
+        ({"Bash": {"tool": "exec", "each": 3}}, "argument name"),
+    ]
+    for overrides, message in bad:
+        with pytest.raises(MappingError, match=message):
+            HostMapping.claude_code(overrides)
+
+
+def test_catalog_of_the_built_ins_validates_argument_rules() -> None:
+    """Every OpenClaw tool of the table is in the catalog, glob and grep typed (so that
+    `resource.path` rules check against them; a misspelled attribute does not)."""
+    tools = CLAUDE.catalog()
+    names = [t["name"] for t in tools]
+    assert len(names) == len(set(names))
+    assert {m["tool"] for m in CLAUDE_CODE_TOOLS.values()} <= set(names)
+    assert {b.lower() for b in CLAUDE_CODE_BUILTINS} <= set(names)
+    policy = ToolPolicy({"tools": {"profile": "coding"}}, tools, strict=True)
+    rule = """forbid (principal, action in [Action::"grep", Action::"glob"], resource)
+              when { resource has path && resource.path like "*.ssh*" };"""
+    policy.load_rules(rule)
+    with pytest.raises(ValidationError, match="can never apply"):
+        policy.load_rules(rule.replace("path", "pth"))
+
+
+@given(st.text(max_size=80), st.dictionaries(st.text(max_size=10), st.integers(), max_size=5))
+def test_any_name_maps_or_raises_a_mapping_error(name: str, args: dict) -> None:
+    try:
+        call = CLAUDE.map_call(name, args, cwd="/w")
+    except MappingError:
+        return
+    assert call.tool and len(call.params) == 1
