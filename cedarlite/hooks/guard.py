@@ -24,6 +24,7 @@ is appended to the decision log, when there is one, before it is returned.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 import logging
@@ -292,6 +293,36 @@ class Guard:
         if not isinstance(tools, ToolCatalog):
             tools = tool_list(tools)
         self.policy, rule_policies = self._build(config, tools, rules, context, strict)
+        self._entities = self.policy.entities
+        self._compile_rules(rule_policies)
+        self.policy_hash = policy_hash(_config_value(config), _tools_value(tools), self._rules_text)
+        self._start_run(context)
+        self._hooks: tuple[tuple[float, int, str, HookHandler], ...] = ()
+        self._trusted: tuple[tuple[str, HookHandler], ...] = ()
+        self._registered = 0
+        self._log: DecisionLog | None = None
+        if decision_log is not None:
+            self._log = _open_log(decision_log)
+
+    def for_context(self, context: Mapping[str, Any] | None) -> Guard:
+        """A guard for another run (another run context) of the same configuration, tools and
+        rules, sharing everything that does not depend on the run: the compiled policies, the
+        policy hash, hooks, trusted policies, ``on_event``, ``approver`` and session store.
+
+        This costs a resolution of the run's tools, not a compilation. The new guard appends
+        to the same decision log file (through its own descriptor). Raises as the constructor
+        does for a bad or (strict) unknown context, or an empty allowlist.
+        """
+        self.policy.check_context(context)  # a no-op for a lenient policy
+        other = copy.copy(self)
+        other._start_run(context)
+        if self._log is not None:
+            other._log = _open_log(self._log.path)
+        return other
+
+    def _start_run(self, context: Mapping[str, Any] | None) -> None:
+        """Everything that depends on the run context: the tools offered and their index, the
+        agent and its loop settings, the context as the log writes it."""
         resolution = self.policy.resolve(context)
         if resolution.error is not None:
             raise EmptyAllowlistError(resolution.error, resolution)
@@ -300,29 +331,15 @@ class Guard:
         self.agent: str = run.agent
         self._principal = run.principal
         self._record = run.record()
-        self._entities = self.policy.entities
         self._tools = tuple(resolution.allowed)
-        self._compile_rules(rule_policies)
         self._index_tools()
         self.loop_settings = loops.LoopSettings.resolve(*self._loop_config())
-        self.policy_hash = policy_hash(_config_value(config), _tools_value(tools), self._rules_text)
         given = context if isinstance(context, Mapping) else {}
         self._context_json, self._context_redacted = redacted_json(
             {k: given[k] for k in CONTEXT_KEYS if k in given}, "/context"
         )
-        self._hooks: tuple[tuple[float, int, str, HookHandler], ...] = ()
-        self._trusted: tuple[tuple[str, HookHandler], ...] = ()
-        self._registered = 0
         self._started: OrderedDict[tuple[str | None, str], float] = OrderedDict()
         self._started_lock = threading.Lock()
-        self._log: DecisionLog | None = None
-        if decision_log is not None:
-            try:
-                self._log = DecisionLog(decision_log)
-            except OSError as err:
-                raise GuardError(
-                    f"cannot open the decision log `{os.fspath(decision_log)}`: {err.strerror}"
-                ) from None
 
     # -- construction ----------------------------------------------------------------------
 
@@ -1095,6 +1112,15 @@ def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Po
         out += [(p, os.fspath(path)) for p in ps.active]
     # Policies of several files are numbered as one file would be (ids stay unique).
     return [(replace(p, id=f"policy{i}"), src) for i, (p, src) in enumerate(out)]
+
+
+def _open_log(path: str | os.PathLike[str]) -> DecisionLog:
+    try:
+        return DecisionLog(path)
+    except OSError as err:
+        raise GuardError(
+            f"cannot open the decision log `{os.fspath(path)}`: {err.strerror}"
+        ) from None
 
 
 def _config_value(config: Any) -> Any:
