@@ -10,6 +10,8 @@ assert resp.decision is cedarlite.Decision.ALLOW
 ```
 """
 
+from typing import TYPE_CHECKING
+
 from .ast import Effect
 from .authorizer import Decision, PolicyError, Response, is_authorized
 from .compiler import is_authorized_batch
@@ -32,6 +34,24 @@ from .values import CedarSet, EntityUID, Record
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from .impact import ReplayReport, replay
+
+# Imported on first use (``import cedarlite`` never imports Dask or the replay machinery).
+_LAZY = {"replay": ".impact", "ReplayReport": ".impact"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "CedarSet",
     "CedarliteError",
@@ -48,6 +68,7 @@ __all__ = [
     "PolicySet",
     "PolicySetError",
     "Record",
+    "ReplayReport",
     "Request",
     "RequestError",
     "Response",
@@ -58,5 +79,6 @@ __all__ = [
     "ValidationResult",
     "is_authorized",
     "is_authorized_batch",
+    "replay",
     "validate",
 ]
