@@ -33,7 +33,13 @@ from ..policyset import PolicySet
 from ..tools import ToolCatalog, ToolPolicy
 from .logline import MAX_LINE
 from .report import ReplayReport, ReportBuilder
-from .worker import PartitionResult, ReplaySpec, replay_partition, seen_tools
+from .worker import (
+    PartitionResult,
+    ReplaySpec,
+    forget_replayers,
+    replay_partition,
+    seen_tools,
+)
 
 #: Block size of the partitions of plain (uncompressed) log files.
 BLOCKSIZE = 16 * 1024 * 1024
@@ -90,7 +96,7 @@ def replay(
     are never errors: they are counted in the report.
     """
     started = time.perf_counter()
-    _require_dask(scheduler is not None)
+    _require_dask(distributed=scheduler not in (None, "processes", "sync", "synchronous"))
     files = expand_logs(logs)
     config_value = _config(config)
     if strict:  # fail fast, before any pass over the log
@@ -308,8 +314,10 @@ class _Runner:
     @contextlib.contextmanager
     def start(cls, scheduler: Any, workers: int | None) -> Iterator[_Runner]:
         """A runner on the local scheduler (``scheduler=None``) or a distributed cluster."""
-        if scheduler is None:
+        if scheduler is None or scheduler == "processes":
             runner = cls._local(workers or os.cpu_count() or 1)
+        elif scheduler in ("sync", "synchronous"):
+            runner = cls._synchronous()
         else:
             runner = cls._distributed(scheduler)
         try:
@@ -337,6 +345,24 @@ class _Runner:
         plural = "" if workers == 1 else "es"
         runner = cls(submit, workers, f"dask local scheduler ({workers} process{plural})")
         runner._closers += [lambda: pool.shutdown(cancel_futures=True), threads.shutdown]
+        return runner
+
+    @classmethod
+    def _synchronous(cls) -> _Runner:
+        import concurrent.futures
+
+        import dask
+
+        def submit(task: Any) -> Any:
+            done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            try:
+                done.set_result(dask.compute(task, scheduler="sync")[0])
+            except Exception as err:
+                done.set_exception(err)
+            return done
+
+        runner = cls(submit, 1, "dask synchronous scheduler (this process)")
+        runner._closers.append(forget_replayers)  # the guards built here are not kept
         return runner
 
     @classmethod

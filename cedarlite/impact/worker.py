@@ -237,6 +237,12 @@ def replayer(spec: ReplaySpec) -> Replayer:
         return found
 
 
+def forget_replayers() -> None:
+    """Drop this process's replayers (their guards and memo)."""
+    with _REPLAYERS_LOCK:
+        _REPLAYERS.clear()
+
+
 def old_decision(rec: LogLine) -> tuple[str | None, str | None]:
     """``(old, None)``: the logged decision of the policy (``allow``/``block``/``ask``); or
     ``(None, kind)`` when the logged decision was made by something a replay does not run:
