@@ -79,7 +79,25 @@ def _no_constant(name: str) -> Any:
 # are not JSON, and the guard never writes them.
 _decode = json.JSONDecoder(parse_constant=_no_constant).decode
 
-_OPTIONAL_TEXT = ("ts", "session", "run", "call_id", "agent", "plugin", "reason", "policy_hash")
+_NONE = type(None)
+_TEXT = (str, _NONE)
+_LIST = (list, _NONE)
+#: The optional fields and the classes their values may have (an absent key reads as null).
+_FIELDS = (
+    ("ts", _TEXT, "a string or null"),
+    ("session", _TEXT, "a string or null"),
+    ("run", _TEXT, "a string or null"),
+    ("call_id", _TEXT, "a string or null"),
+    ("agent", _TEXT, "a string or null"),
+    ("plugin", _TEXT, "a string or null"),
+    ("reason", _TEXT, "a string or null"),
+    ("policy_hash", _TEXT, "a string or null"),
+    ("error", _TEXT, "a string or null"),
+    ("redacted", _LIST, "an array of strings"),
+    ("policies", _LIST, "an array of strings"),
+    ("approvals", _LIST, "an array"),
+    ("params_rewritten", (bool, _NONE), "true or false"),
+)
 
 
 def read_line(text: str, *, max_line: int = MAX_LINE) -> LogLine | BadLine:
@@ -96,13 +114,13 @@ def read_line(text: str, *, max_line: int = MAX_LINE) -> LogLine | BadLine:
             body.encode("utf-8")
         except UnicodeEncodeError as err:  # bytes decoded with surrogateescape
             return BadLine("not-utf8", "bytes that are not UTF-8", err.start + 1)
-    if not body.strip():
-        return BadLine("empty", "blank line")
     try:
         obj = _decode(body)
     except RecursionError:
         return BadLine("too-deep", "JSON nested too deeply to decode")
     except json.JSONDecodeError as err:
+        if not body.strip():
+            return BadLine("empty", "blank line")
         kind = "not-json" if ended else "truncated"
         what = "the last line is cut short" if kind == "truncated" else "not JSON"
         return BadLine(kind, f"{what}: {err.msg}", err.colno)
@@ -117,77 +135,69 @@ def read_line(text: str, *, max_line: int = MAX_LINE) -> LogLine | BadLine:
         return BadLine("future-version", f"format version {version} (this reader knows {VERSION})")
     if version < 1:
         return BadLine("bad-fields", f"`v` must be at least 1, not {version}")
-    problem = _check(obj)
-    if problem is not None:
-        return BadLine("bad-fields", problem)
-    return LogLine(
-        obj.get("ts"),
-        obj.get("session"),
-        obj.get("run"),
-        obj.get("call_id"),
-        obj.get("agent"),
-        obj["tool"],
-        obj.get("plugin"),
-        obj["params"],
-        tuple(obj.get("redacted") or ()),
-        obj["context"],
-        obj["decision"],
-        obj.get("denied_reason"),
-        obj.get("reason"),
-        tuple(obj.get("policies") or ()),
-        obj.get("params_rewritten") is True,
-        obj.get("policy_hash"),
-        tuple(obj.get("approvals") or ()),
-        obj.get("error"),
-    )
+    line = _fields(obj)
+    if isinstance(line, str):
+        return BadLine("bad-fields", line)
+    return line
 
 
-def _check(obj: dict[str, Any]) -> str | None:
-    """The first field of a version-1 line that is missing or of the wrong type."""
-    tool = obj.get("tool")
+def _fields(obj: dict[str, Any]) -> LogLine | str:
+    """The line's fields, or what is wrong with the first field that is missing or of the
+    wrong type (one pass over the documented keys: this runs on every line)."""
+    get = obj.get
+    tool = get("tool")
     if tool.__class__ is not str or not tool:
         return _wrong("tool", "a tool name", tool)
     if "params" not in obj:
         return "no `params`"
-    decision = obj.get("decision")
-    if decision not in DECISIONS or decision.__class__ is not str:
+    decision = get("decision")
+    if decision.__class__ is not str or decision not in DECISIONS:
         return _wrong("decision", '"allow", "block" or "ask"', decision)
-    context = obj.get("context")
+    context = get("context")
     if context.__class__ is not dict:
         return _wrong("context", "an object", context)
-    for key in _OPTIONAL_TEXT:
-        value = obj.get(key)
-        if value is not None and value.__class__ is not str:
-            return _wrong(key, "a string or null", value)
-    denied = obj.get("denied_reason")
+    for key, allowed, expected in _FIELDS:
+        value = get(key)
+        if value.__class__ not in allowed:
+            return _wrong(key, expected, value)
+    denied = get("denied_reason")
     if decision == "block" and (denied.__class__ is not str or not denied):
         return _wrong("denied_reason", "the reason of a block (a string)", denied)
     if decision != "block" and denied is not None:
         return _wrong("denied_reason", f"null on {decision}", denied)
-    error = obj.get("error")
-    if error is not None and error.__class__ is not str:
-        return _wrong("error", "a string or null", error)
-    for key in ("redacted", "policies"):
-        values = obj.get(key)
-        if values is not None and (
-            values.__class__ is not list or any(v.__class__ is not str for v in values)
-        ):
-            return _wrong(key, "an array of strings", values)
-    for pointer in obj.get("redacted") or ():
-        if not pointer.startswith(("/params", "/context")):
+    redacted = get("redacted") or ()
+    for pointer in redacted:
+        if pointer.__class__ is not str or not pointer.startswith(("/params", "/context")):
             return _wrong("redacted", "pointers into /params or /context", pointer)
-    approvals = obj.get("approvals")
-    if approvals is not None:
-        if approvals.__class__ is not list:
-            return _wrong("approvals", "an array", approvals)
-        for item in approvals:
-            plugin = item.get("plugin") if item.__class__ is dict else 0
-            if plugin is not None and plugin.__class__ is not str:
-                return _wrong("approvals", "objects with a `plugin` string or null", item)
-    rewritten = obj.get("params_rewritten")
-    if rewritten is not None and rewritten.__class__ is not bool:
-        return _wrong("params_rewritten", "true or false", rewritten)
-    return None
+    policies = get("policies") or ()
+    for policy in policies:
+        if policy.__class__ is not str:
+            return _wrong("policies", "an array of strings", policy)
+    approvals = get("approvals") or ()
+    for item in approvals:
+        plugin = item.get("plugin") if item.__class__ is dict else 0
+        if plugin is not None and plugin.__class__ is not str:
+            return _wrong("approvals", "objects with a `plugin` string or null", item)
+    return LogLine(
+        get("ts"),
+        get("session"),
+        get("run"),
+        get("call_id"),
+        get("agent"),
+        tool,
+        get("plugin"),
+        obj["params"],
+        tuple(redacted),
+        context,
+        decision,
+        denied,
+        get("reason"),
+        tuple(policies),
+        get("params_rewritten") is True,
+        get("policy_hash"),
+        tuple(approvals),
+        get("error"),
+    )
 
 
 def _wrong(key: str, expected: str, value: Any) -> str:

@@ -178,6 +178,26 @@ class ArgumentReads:
         self._catalog = catalog
         self._entities = entities
         self._tools: dict[str, tuple[list[tuple[str, PolicyReads]], list[Any]]] = {}
+        self._pointers: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def pointer_readers(self, tool: str, pointer: str) -> tuple[str, ...]:
+        """The labels of the policies that may apply to a call of ``tool`` and read the value
+        at ``pointer`` (a JSON pointer into the call's ``params``, ``/params/...``). Cached:
+        a log redacts the same few arguments over and over."""
+        key = (tool, pointer)
+        found = self._pointers.get(key)
+        if found is None:
+            tokens = pointer_tokens(pointer)[1:]
+            labels: dict[str, None] = {}
+            for schema in self.schemas(tool):
+                path = cedar_path(schema, tokens)
+                if path is not None:
+                    labels.update(dict.fromkeys(self.readers(tool, path)))
+            found = tuple(labels)
+            if len(self._pointers) >= 10_000:
+                self._pointers.clear()
+            self._pointers[key] = found
+        return found
 
     def readers(self, tool: str, path: AttrPath) -> list[str]:
         """The labels of the policies that may apply to a call of ``tool`` (a normalized name)

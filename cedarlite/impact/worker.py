@@ -25,16 +25,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from cachetools import LRUCache
-
 from ..hooks import Guard, MemorySessionStore
 from ..hooks.decision_log import policy_hash
 from ..tools.names import norm
 from .logline import MAX_LINE, BadLine, LogLine, read_line
-from .reads import ArgumentReads, cedar_path, pointer_tokens
+from .reads import ArgumentReads
 
 #: Decision memo entries per worker process (cleared when full) and the longest params text
-#: memoized; guards kept per worker process (least recently used run contexts are dropped).
+#: memoized; guards kept per worker process (the oldest run contexts are dropped).
 MEMO_SIZE = 100_000
 MEMO_TEXT = 4096
 GUARDS = 256
@@ -126,18 +124,22 @@ class Replayer:
     def __init__(self, spec: ReplaySpec) -> None:
         self.spec = spec
         self._base: Guard | None = None
-        self._guards: LRUCache[str, Guard | str] = LRUCache(maxsize=GUARDS)
+        self._guards: dict[str, Guard | str] = {}
         self._memo: dict[tuple[str, str, str], New] = {}
         self._reads: ArgumentReads | None = None
         self._lock = threading.Lock()
 
     def guard(self, context_text: str, context: dict[str, Any]) -> Guard | str:
         """The guard of a run context, or why the new configuration refuses that run."""
-        with self._lock:
-            found = self._guards.get(context_text)
-            if found is None:
-                found = self._guards[context_text] = self._build(context)
-            return found
+        found = self._guards.get(context_text)  # INVARIANT: entries are never changed
+        if found is None:
+            with self._lock:
+                found = self._guards.get(context_text)
+                if found is None:
+                    while len(self._guards) >= GUARDS:  # the oldest run context goes
+                        del self._guards[next(iter(self._guards))]
+                    found = self._guards[context_text] = self._build(context)
+        return found
 
     def _build(self, context: dict[str, Any]) -> Guard | str:
         spec = self.spec
@@ -205,17 +207,11 @@ class Replayer:
             return rec.redacted[0], why
         reads = self.reads()
         tool = norm(rec.tool)
-        schemas = reads.schemas(tool)
         for pointer in rec.redacted:
-            tokens = pointer_tokens(pointer)[1:]
-            for schema in schemas:
-                path = cedar_path(schema, tokens)
-                if path is None:
-                    continue
-                readers = reads.readers(tool, path)
-                if readers:
-                    shown = ", ".join(readers[:3]) + (", ..." if len(readers) > 3 else "")
-                    return pointer, f"read by {shown}"
+            readers = reads.pointer_readers(tool, pointer)
+            if readers:
+                shown = ", ".join(readers[:3]) + (", ..." if len(readers) > 3 else "")
+                return pointer, f"read by {shown}"
         return None
 
 
