@@ -349,6 +349,39 @@ def test_bad_lines_are_counted_located_and_never_fatal(log: Path, tmp_path: Path
     assert "unreadable lines: 11" in report.render()
 
 
+def test_hostile_lines_are_decided_without_recursion_or_unbounded_output(
+    log: Path, tmp_path: Path
+) -> None:
+    deep: object = "x"
+    for _ in range(900):  # decodable, far deeper than the guard accepts (256)
+        deep = [deep]
+    huge = "y" * 100_000
+    hostile = [
+        {"v": 1, "tool": "exec", "params": {"command": deep}, "decision": "allow",
+         "context": {}, "session": huge, "call_id": "deep"},
+        {"v": 1, "tool": "exec", "params": {"command": "curl x"}, "decision": "allow",
+         "context": {"agentId": "main", "model": huge}, "call_id": "big-context"},
+        {"v": 1, "tool": "t" * 50_000, "params": {}, "decision": "allow", "context": {},
+         "call_id": "long-tool", "policy_hash": huge, "redacted": ["/params/" + "z" * 5000]},
+    ]  # fmt: skip
+    path = tmp_path / "hostile.jsonl"
+    encoder = json.JSONEncoder()
+    path.write_text("".join(encoder.encode(line) + "\n" for line in hostile))
+    report = sync(path, CONFIG, RULES + NO_CURL, out=tmp_path / "out")
+    assert report.internal_errors == 0 and report.unreadable_lines == 0
+    assert report.transitions == {"allow->block": 3}
+    examples = {e["call_id"]: e for e in report.examples["allow->block"]}
+    assert examples["deep"]["new"]["denied_reason"] == "invalid-arguments"
+    assert isinstance(examples["deep"]["params"], str)  # shown as cut text, not nested
+    assert len(examples["deep"]["session"]) == 300
+    assert sorted(len(tool) for tool in report.tools) == [4, 100]  # long names are cut
+    assert report.logged_policies == {}  # not a hash
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["transitions"] == {"allow->block": 3}
+    rows = lines_of(tmp_path / "out" / "changes.jsonl")
+    assert [r["call_id"] for r in rows] == ["deep", "big-context", "long-tool"]
+
+
 def test_lines_with_fields_of_the_wrong_type_name_the_field() -> None:
     from cedarlite.impact.logline import read_line
 

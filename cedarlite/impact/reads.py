@@ -194,9 +194,10 @@ class ArgumentReads:
                 if path is not None:
                     labels.update(dict.fromkeys(self.readers(tool, path)))
             found = tuple(labels)
-            if len(self._pointers) >= 10_000:
-                self._pointers.clear()
-            self._pointers[key] = found
+            if len(pointer) <= 256:  # the cache is bounded in size as well as entries
+                if len(self._pointers) >= 10_000:
+                    self._pointers.clear()
+                self._pointers[key] = found
         return found
 
     def readers(self, tool: str, path: AttrPath) -> list[str]:

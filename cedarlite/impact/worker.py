@@ -31,11 +31,14 @@ from ..tools.names import norm
 from .logline import MAX_LINE, BadLine, LogLine, read_line
 from .reads import ArgumentReads
 
-#: Decision memo entries per worker process (cleared when full) and the longest params text
-#: memoized; guards kept per worker process (the oldest run contexts are dropped).
+#: Decision memo entries per worker process (cleared when full); the longest params, run
+#: context or tool text memoized (or a run context's guard kept); guards kept per worker
+#: process (the oldest run contexts are dropped). Every cache is bounded in entries and size.
 MEMO_SIZE = 100_000
 MEMO_TEXT = 4096
 GUARDS = 256
+#: Text from the log kept in a report (examples, messages) is cut to this many characters.
+SHOWN = 300
 #: Distinct tool names counted per partition (a hostile log could name millions); the rest
 #: are counted under OTHER_TOOLS. Names are cut to TOOL_CHARS characters.
 PARTITION_TOOLS = 1000
@@ -129,8 +132,11 @@ class Replayer:
         self._reads: ArgumentReads | None = None
         self._lock = threading.Lock()
 
-    def guard(self, context_text: str, context: dict[str, Any]) -> Guard | str:
-        """The guard of a run context, or why the new configuration refuses that run."""
+    def guard(self, context_text: str | None, context: dict[str, Any]) -> Guard | str:
+        """The guard of a run context (by its logged JSON text), or why the new configuration
+        refuses that run."""
+        if context_text is None or len(context_text) > MEMO_TEXT:
+            return self._build(context)  # not a context a guard writes: not kept
         found = self._guards.get(context_text)  # INVARIANT: entries are never changed
         if found is None:
             with self._lock:
@@ -157,21 +163,28 @@ class Replayer:
             else:
                 guard = self._base.for_context(context)
         except Exception as err:  # a run the new configuration refuses to start
-            return f"{type(err).__name__}: {err}"
+            return _cut(f"{type(err).__name__}: {err}")
         # Calls are decided without a session key, which already keeps loop detection off;
         # say so in the guard as well.
         guard.loop_settings = replace(guard.loop_settings, enabled=False)
         return guard
 
-    def decide(self, guard: Guard, context_text: str, tool: str, params: Any, text: str) -> New:
-        """The new decision of a call (memoized by the logged JSON texts)."""
-        key = (context_text, tool, text)
-        found = self._memo.get(key)
-        if found is not None:
-            return found
+    def decide(
+        self, guard: Guard, context_text: str | None, tool: str, params: Any, text: str | None
+    ) -> New:
+        """The new decision of a call (memoized by the logged JSON texts, when small)."""
+        if context_text is None or text is None:
+            key = None
+        elif len(text) <= MEMO_TEXT and len(context_text) <= MEMO_TEXT and len(tool) <= MEMO_TEXT:
+            key = (context_text, tool, text)
+            found = self._memo.get(key)
+            if found is not None:
+                return found
+        else:
+            key = None
         out = guard.before_tool_call(tool, params, None)
         new = New(out.action, out.denied_reason, out.policies, out.reason)
-        if len(text) <= MEMO_TEXT:
+        if key is not None:
             if len(self._memo) >= MEMO_SIZE:
                 self._memo.clear()
             self._memo[key] = new
@@ -334,8 +347,10 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
     if isinstance(rec, BadLine):
         part.bad(index, rec)
         return
-    if rec.policy_hash is not None and (
-        rec.policy_hash in result.hashes or len(result.hashes) < PARTITION_HASHES
+    if (
+        rec.policy_hash is not None
+        and len(rec.policy_hash) <= 100
+        and (rec.policy_hash in result.hashes or len(result.hashes) < PARTITION_HASHES)
     ):
         result.hashes[rec.policy_hash] += 1
     tool = part.tool_key(rec.tool)
@@ -344,11 +359,8 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
         assert outside is not None
         result.outside[(tool, outside)] += 1
         return
-    context_text = _dumps(rec.context)
-    try:
-        params_text = _dumps(rec.params)
-    except (RecursionError, ValueError):  # nested deeper than the encoder goes: no memo
-        params_text = "\x00" * (MEMO_TEXT + 1)
+    context_text = _text(rec.context)
+    params_text = _text(rec.params)
     guard = rep.guard(context_text, rec.context)
     if isinstance(guard, str):
         new = New("block", "run-rejected", (), guard)
@@ -377,44 +389,69 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
         result.changes.append(_row(index, rec, old, new, params_text))
 
 
+def _text(value: Any) -> str | None:
+    """The JSON text of a logged value (the memo's key), ``None`` when it is nested deeper than
+    the encoder goes (then nothing about it is memoized)."""
+    try:
+        return _dumps(value)
+    except (RecursionError, ValueError):
+        return None
+
+
+#: What the output shows for params nested too deeply to write.
+UNWRITABLE = '"<params nested too deeply to write>"'
+
+
 def _example(
     index: int,
     rec: LogLine,
     old: str,
     new: New,
-    params_text: str,
+    params_text: str | None,
     pointer: str | None = None,
     why: str | None = None,
 ) -> dict[str, Any]:
-    """One example call for the report (params as logged, long ones cut)."""
-    params = rec.params if len(params_text) <= 2000 else params_text[:2000] + "..."
+    """One example call for the report (params as logged; long or deeply nested ones as
+    cut JSON text, so that a report never nests deeper than a log line may)."""
+    params: Any = rec.params
+    if params_text is None:
+        params = json.loads(UNWRITABLE)
+    elif len(params_text) > 2000 or params_text.count("[") + params_text.count("{") > 100:
+        params = _cut(params_text, 2000)
     out: dict[str, Any] = {
         "line": index,
-        "session": rec.session,
-        "call_id": rec.call_id,
-        "agent": rec.agent,
-        "tool": rec.tool,
+        "session": _cut(rec.session),
+        "call_id": _cut(rec.call_id),
+        "agent": _cut(rec.agent),
+        "tool": _cut(rec.tool),
         "params": params,
         "old": {
             "decision": old,
             "logged": rec.decision,
-            "denied_reason": rec.denied_reason,
-            "reason": rec.reason,
-            "policies": list(rec.policies),
+            "denied_reason": _cut(rec.denied_reason),
+            "reason": _cut(rec.reason),
+            "policies": [_cut(p) for p in rec.policies[:10]],
         },
         "new": {
             "decision": new.action,
             "denied_reason": new.denied_reason,
-            "reason": new.reason,
+            "reason": _cut(new.reason),
             "policies": list(new.policies),
         },
     }
     if pointer is not None:
-        out.update(redacted=pointer, why=why)
+        out.update(redacted=_cut(pointer), why=why)
     return out
 
 
-def _row(index: int, rec: LogLine, old: str, new: New, params_text: str) -> dict[str, Any]:
+def _cut(text: str | None, limit: int = SHOWN) -> Any:
+    """Text from the log as a report shows it: at most ``limit`` characters."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 3] + "..."
+
+
+def _row(index: int, rec: LogLine, old: str, new: New, params_text: str | None) -> dict[str, Any]:
     """One line of ``changes.jsonl`` (the driver adds ``file`` and the line number)."""
     return {
         "line": index,
@@ -431,7 +468,7 @@ def _row(index: int, rec: LogLine, old: str, new: New, params_text: str) -> dict
         "reason": new.reason,
         "old_logged": rec.decision,
         "old_policies": list(rec.policies),
-        "params": params_text,
+        "params": UNWRITABLE if params_text is None else params_text,
         "params_rewritten": rec.params_rewritten,
     }
 
