@@ -271,24 +271,37 @@ def _partitions(
     tasks: list[Any] = []
     names: list[str] = []
     for path in files:
-        if os.path.getsize(path) == 0:
-            continue  # no line (and Dask's reader refuses an empty file)
-        compression = infer_compression(path)
-        if compression is not None:
-            (open_file,) = open_files(
-                path, "rt", compression=compression, encoding="utf-8",
-                errors="surrogateescape", newline="\n",
-            )  # fmt: skip
-            lines = db.from_delayed([delayed(_LineStream)(open_file)])
-        else:
-            lines = db.read_text(
-                path, blocksize=blocksize, linedelimiter="\n", encoding="utf-8",
-                errors="surrogateescape",
-            )  # fmt: skip
+        try:
+            if os.path.getsize(path) == 0:
+                continue  # no line (and Dask's reader refuses an empty file)
+            compression = infer_compression(path)
+            suffix = os.path.splitext(path)[1]
+            if compression is None and suffix in _NEEDS_LIBRARY:
+                raise ReplayError(
+                    f"cannot read the decision log `{path}`: its {suffix} compression needs "
+                    f"the `{_NEEDS_LIBRARY[suffix]}` package"
+                )
+            if compression is not None:
+                (open_file,) = open_files(
+                    path, "rt", compression=compression, encoding="utf-8",
+                    errors="surrogateescape", newline="\n",
+                )  # fmt: skip
+                lines = db.from_delayed([delayed(_LineStream)(open_file)])
+            else:
+                lines = db.read_text(
+                    path, blocksize=blocksize, linedelimiter="\n", encoding="utf-8",
+                    errors="surrogateescape",
+                )  # fmt: skip
+        except (OSError, ValueError) as err:  # gone since, or a compression without its library
+            raise ReplayError(f"cannot read the decision log `{path}`: {err}") from None
         part_tasks = lines.map_partitions(_call, fn, path, *args).to_delayed()
         tasks += part_tasks
         names += [path] * len(part_tasks)
     return tasks, names
+
+
+#: Compressed files whose codec fsspec knows only when a package is installed.
+_NEEDS_LIBRARY = {".zst": "zstandard", ".lz4": "lz4", ".sz": "python-snappy"}
 
 
 def _call(lines: Iterable[str], fn: Callable[..., Any], path: str, *args: Any) -> Any:
