@@ -31,6 +31,7 @@ from ..errors import CedarliteError
 from ..hooks.decision_log import policy_hash
 from ..policyset import PolicySet
 from ..tools import ToolCatalog, ToolPolicy
+from ..tools.catalog import tool_list as tool_list_of
 from .logline import MAX_LINE
 from .report import ReplayReport, ReportBuilder
 from .worker import (
@@ -83,11 +84,12 @@ def replay(
     object, its JSON text, or a path to a JSON file). ``rules``: the new argument rules, as a
     :class:`~cedarlite.hooks.Guard` takes them. ``tools``: the run's tool list; without it the
     catalog is the tools the log shows the logged runs had (see the README, "Impact of a
-    policy change"). ``scheduler``: ``None`` for Dask's local multiprocessing scheduler with
-    ``workers`` processes (default: the CPU count), or a ``dask.distributed`` address
-    (``"tcp://host:8786"``) or ``Client``. ``out``: a directory to write ``changes.jsonl``,
-    ``undecidable.jsonl``, ``summary.json`` (and ``changes.parquet`` when pyarrow is
-    installed) into. ``progress(phase, done, total, lines)`` is called as partitions complete
+    policy change"). ``scheduler``: ``None`` (or ``"processes"``) for Dask's local
+    multiprocessing scheduler with ``workers`` processes (default: the CPU count); ``"sync"``
+    for Dask's synchronous scheduler in this process (small logs, debugging); or a
+    ``dask.distributed`` address (``"tcp://host:8786"``) or ``Client``. ``out``: a directory
+    to write ``changes.jsonl``, ``undecidable.jsonl``, ``summary.json`` (and
+    ``changes.parquet`` when pyarrow is installed) into. ``progress(phase, done, total, lines)`` is called as partitions complete
     (``phase``: ``"tools"`` for the pass that finds the catalog, then ``"replay"``).
 
     Raises :class:`ReplayError` when the replay cannot start (no such log, Dask missing),
@@ -96,23 +98,23 @@ def replay(
     are never errors: they are counted in the report.
     """
     started = time.perf_counter()
+    if workers is not None and workers < 1:
+        raise ReplayError(f"workers must be at least 1, not {workers}")
+    if examples < 0 or blocksize < 1 or max_line < 1:
+        raise ReplayError("examples must be at least 0, blocksize and max_line at least 1")
     _require_dask(distributed=scheduler not in (None, "processes", "sync", "synchronous"))
     files = expand_logs(logs)
     config_value = _config(config)
     if strict:  # fail fast, before any pass over the log
         ToolPolicy(config_value, ToolCatalog.core(), strict=True)
     rule_text, rule_source = _rules(rules)
-    if workers is not None and workers < 1:
-        raise ReplayError(f"workers must be at least 1, not {workers}")
-    if examples < 0 or blocksize < 1 or max_line < 1:
-        raise ReplayError("examples must be at least 0, blocksize and max_line at least 1")
+    given = None if tools is None else [dict(t) for t in tool_list_of(tools)]
     with _Runner.start(scheduler, workers) as runner:
-        if tools is None:
+        if given is None:
             catalog = "the tools the log shows"
             tool_list = _tools_from_log(runner, files, blocksize, max_line, progress)
         else:
-            catalog = "given"
-            tool_list = [dict(t) for t in tools]
+            catalog, tool_list = "given", given
         policy = ToolPolicy(config_value, tool_list, strict=strict)
         canonical = ""
         if rule_text:
