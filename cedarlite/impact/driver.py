@@ -89,8 +89,9 @@ def replay(
     for Dask's synchronous scheduler in this process (small logs, debugging); or a
     ``dask.distributed`` address (``"tcp://host:8786"``) or ``Client``. ``out``: a directory
     to write ``changes.jsonl``, ``undecidable.jsonl``, ``summary.json`` (and
-    ``changes.parquet`` when pyarrow is installed) into. ``progress(phase, done, total, lines)`` is called as partitions complete
-    (``phase``: ``"tools"`` for the pass that finds the catalog, then ``"replay"``).
+    ``changes.parquet`` when pyarrow is installed) into. ``progress(phase, done, total,
+    lines)`` is called as partitions complete (``phase``: ``"tools"`` for the pass that finds
+    the catalog, then ``"replay"``).
 
     Raises :class:`ReplayError` when the replay cannot start (no such log, Dask missing),
     :class:`~cedarlite.tools.ConfigError` for a configuration that does not validate
