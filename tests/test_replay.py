@@ -693,3 +693,43 @@ def test_a_redacted_value_is_visible_only_where_the_schema_types_it() -> None:
         assert cedar_path(schema, pointer_tokens(pointer)[1:]) == path, pointer
     assert cedar_path({"type": "object"}, ["x"]) is None  # no typed parameter at all
     assert cedar_path(None, ["x"]) is None
+
+
+def test_cli_progress_bar_on_a_terminal_only(log: Path, tmp_path: Path) -> None:
+    import pty
+    import select
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    cedarlite_bin = shutil.which("cedarlite", path=os.path.dirname(sys.executable))
+    assert cedarlite_bin is not None
+    master, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [cedarlite_bin, "replay", "--log", str(log), "--config", str(config), "--tools",
+         str(write_tools(tmp_path)), "--scheduler", "sync"],
+        stdout=subprocess.PIPE, stderr=terminal, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    os.close(terminal)
+    shown = b""
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the terminal closed: the command is done
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+            elif proc.poll() is not None:
+                break
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0
+    assert b"replaying [" in shown and b"\x1b[K" in shown  # drawn, then erased
+    assert b"replaying [" not in out

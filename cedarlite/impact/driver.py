@@ -541,6 +541,7 @@ def _row_json(row: dict[str, Any], path: str, first: int) -> str:
     return f'{head[:-1]},"params":{row["params"]}}}\n'
 
 
+#: The columns of ``changes.parquet``: those of ``changes.jsonl``, ``params`` as JSON text.
 PARQUET_SCHEMA_FIELDS = (
     "file",
     "line",
