@@ -42,6 +42,7 @@ _LAZY = {"replay": ".impact", "ReplayReport": ".impact"}
 
 
 def __getattr__(name: str) -> object:
+    """The names of :data:`_LAZY`, imported when first asked for."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
