@@ -31,10 +31,12 @@ from ..tools.names import norm
 from .logline import MAX_LINE, BadLine, LogLine, read_line
 from .reads import ArgumentReads
 
-#: Decision memo entries per worker process (cleared when full); the longest params, run
-#: context or tool text memoized (or a run context's guard kept); guards kept per worker
-#: process (the oldest run contexts are dropped). Every cache is bounded in entries and size.
+#: Decision memo entries and characters of keys per worker process (cleared when either is
+#: reached); the longest params, run context or tool text memoized (or a run context's guard
+#: kept); guards kept per worker process (the oldest run contexts are dropped). Every cache is
+#: bounded in entries and size.
 MEMO_SIZE = 100_000
+MEMO_CHARS = 32 * 1024 * 1024
 MEMO_TEXT = 4096
 GUARDS = 256
 #: Text from the log kept in a report (examples, messages) is cut to this many characters.
@@ -129,6 +131,7 @@ class Replayer:
         self._base: Guard | None = None
         self._guards: dict[str, Guard | str] = {}
         self._memo: dict[tuple[str, str, str], New] = {}
+        self._memo_chars = 0
         self._reads: ArgumentReads | None = None
         self._lock = threading.Lock()
 
@@ -185,9 +188,12 @@ class Replayer:
         out = guard.before_tool_call(tool, params, None)
         new = New(out.action, out.denied_reason, out.policies, out.reason)
         if key is not None:
-            if len(self._memo) >= MEMO_SIZE:
+            size = len(key[0]) + len(key[1]) + len(key[2])
+            if len(self._memo) >= MEMO_SIZE or self._memo_chars + size > MEMO_CHARS:
                 self._memo.clear()
+                self._memo_chars = 0
             self._memo[key] = new
+            self._memo_chars += size
         return new
 
     def reads(self) -> ArgumentReads:
