@@ -733,3 +733,94 @@ def test_cli_progress_bar_on_a_terminal_only(log: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert b"replaying [" in shown and b"\x1b[K" in shown  # drawn, then erased
     assert b"replaying [" not in out
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+
+
+@pytest.mark.parametrize("kind", ["text", "bytes"])
+def test_reading_any_line_gives_a_line_or_a_kind(kind: str) -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from cedarlite.impact.logline import BAD_KINDS, LogLine, read_line
+
+    fields = st.fixed_dictionaries(
+        {"v": st.sampled_from([1, 2, 0, "1", True]), "tool": st.text(max_size=5),
+         "params": st.recursive(st.none() | st.integers() | st.text(max_size=5),
+                                lambda c: st.lists(c, max_size=3)
+                                | st.dictionaries(st.text(max_size=3), c, max_size=3)),
+         "decision": st.sampled_from(["allow", "block", "ask", "x"]),
+         "context": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)},
+        optional={"denied_reason": st.none() | st.text(max_size=3),
+                  "redacted": st.lists(st.sampled_from(["/params/a", "x", 3]), max_size=2),
+                  "approvals": st.lists(
+                      st.dictionaries(st.just("plugin"), st.none() | st.integers())),
+                  "session": st.none() | st.integers() | st.text(max_size=3)},
+    )  # fmt: skip
+    lines = (
+        st.text(max_size=200)
+        if kind == "text"
+        else st.binary(max_size=200).map(lambda b: b.decode("utf-8", "surrogateescape"))
+    )
+    candidates = st.one_of(lines, fields.map(json.dumps), fields.map(lambda f: json.dumps(f)[:-3]))
+
+    @given(candidates, st.booleans())
+    def check(text: str, ended: bool) -> None:
+        got = read_line(text + ("\n" if ended else ""))
+        assert isinstance(got, LogLine) or got.kind in BAD_KINDS
+
+    check()
+
+
+class _Recorder:
+    """One guard of the old policy for the whole test, appending to one log; each example
+    replays the lines it added."""
+
+    def __init__(self, folder: Path) -> None:
+        self.log = folder / "all.jsonl"
+        self.folder = folder
+        self.guard = Guard(CONFIG, TOOLS, {"agentId": "main"}, rules=RULES, decision_log=self.log)
+        self.count = 0
+
+    def replay(self, calls: list[tuple[str, dict]]) -> ReplayReport:
+        start = self.log.stat().st_size if self.log.exists() else 0
+        for tool, params in calls:
+            self.guard.before_tool_call(tool, params, {"toolCallId": "x"})
+        self.count += 1
+        path = self.folder / f"example-{self.count}.jsonl"
+        with open(self.log, "rb") as f:
+            f.seek(start)
+            path.write_bytes(f.read())
+        return sync(path)
+
+
+def test_replaying_a_log_against_the_policy_that_wrote_it_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    recorder = _Recorder(tmp_path)
+    words = st.sampled_from(["rm", "-rf", "git", "push", "ls", "curl", "sk-abcdefghijkl", "Bearer",
+                             "abcdefghijklmnop", "ghp_0123456789ab", "x", "|", "*"])  # fmt: skip
+    command = st.lists(words, min_size=1, max_size=5).map(" ".join)
+    value = st.one_of(command, st.integers(-5, 5), st.booleans(), st.none())
+    params = st.dictionaries(
+        st.sampled_from(["command", "path", "token", "api_key", "env", "repo", "title"]),
+        value | st.dictionaries(st.sampled_from(["HOME", "GITHUB_TOKEN"]), command, max_size=2),
+        max_size=4,
+    )
+    tool = st.sampled_from(["exec", "read", "write", "browser", "github__create_issue",
+                            "deploy", "frobnicate"])  # fmt: skip
+
+    @settings(max_examples=25)
+    @given(st.lists(st.tuples(tool, params), min_size=1, max_size=6))
+    def check(calls: list[tuple[str, dict]]) -> None:
+        report = recorder.replay(calls)
+        assert report.changed == 0, report.examples
+        assert report.lines == len(calls) == report.compared + report.undecidable
+
+    check()
+    recorder.guard.close()
