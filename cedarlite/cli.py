@@ -803,7 +803,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument(
         "--scheduler",
         metavar="ADDRESS",
-        help="a dask.distributed scheduler (tcp://host:8786); default: Dask's local scheduler",
+        help="a dask.distributed scheduler (tcp://host:8786), or `sync` (in this process); "
+        "default: Dask's local scheduler",
     )
     rp.add_argument(
         "--workers", type=int, metavar="N", help="local worker processes (default: CPU count)"
