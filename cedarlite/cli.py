@@ -578,7 +578,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .shipped import resolve
     from .tools import ConfigError
 
-    args.scenario = args.config
+    args.scenario = args.config  # read as `tools lint` reads its file (a scenario or a config)
     sc = _scenario(args, bare_config=True)
     progress = _ProgressBar() if sys.stderr.isatty() else None
     try:
