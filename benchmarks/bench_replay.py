@@ -11,8 +11,8 @@ Three measurements:
   processes, each replay in a fresh process, the two alternating over ``--rounds`` rounds:
   calls per second (wall) and per worker, the 1 → 2 speed-up, and calls per CPU-second of
   the workers (robust to other load on the machine);
-* **memory**: the peak resident memory of the largest worker process (``RUSAGE_CHILDREN``)
-  and of the driver, replaying the first quarter, half and all of the log with 2 workers;
+* **memory**: the peak resident memory (``VmHWM``) of the largest worker process and of the
+  driver, replaying the first quarter, half and all of the log with 2 workers;
 * **per call**: where one worker's time goes, in one process, interleaved in small blocks
   over the same sample of lines (CPU time, medians of the blocks): decoding the JSON line,
   reading and checking it, replaying a line whose decision is memoized, deciding the logged
@@ -73,21 +73,62 @@ def new_rules() -> str:
 
 
 def one(log: str, workers: int) -> dict[str, Any]:
+    import threading
+
     import cedarlite
 
+    peaks: dict[int, float] = {}
+    stop = threading.Event()
+
+    def watch() -> None:  # the worker processes' own high-water marks, while they live
+        while not stop.wait(0.2):
+            for pid in _children(os.getpid()):
+                peaks[pid] = max(peaks.get(pid, 0.0), _high_water_mb(pid))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     started = time.perf_counter()
     report = cedarlite.replay(log, NEW_CONFIG, new_rules(), tools=build_tools(), workers=workers)
     elapsed = time.perf_counter() - started
+    stop.set()
+    watcher.join()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
         "lines": report.lines,
         "elapsed": elapsed,
         "worker_cpu": children.ru_utime + children.ru_stime,
-        "worker_peak_mb": children.ru_maxrss / 1024,
-        "driver_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "worker_peak_mb": max(peaks.values(), default=0.0),
+        "driver_peak_mb": _high_water_mb(os.getpid()),
         "transitions": dict(report.transitions),
         "undecidable": report.undecidable,
     }
+
+
+def _children(parent: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent:
+                out.append(int(entry))
+    return out
+
+
+def _high_water_mb(pid: int) -> float:
+    """``VmHWM``: the peak resident memory of the process's current image (unlike
+    ``ru_maxrss``, not inherited from the process it was forked from before ``exec``)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def run_one(log: str, workers: int) -> dict[str, Any]:
@@ -275,16 +316,17 @@ def main(argv: list[str] | None = None) -> int:
         print("\nmemory: 2 workers, prefixes of the log")
         print(f"  {'lines':>10}{'MB of log':>11}{'worker peak MB':>16}{'driver peak MB':>16}")
         with open(log, "rb") as f:
-            all_lines = f.readlines()
+            total = sum(1 for _ in f)
         with tempfile.TemporaryDirectory() as tmp:
             for share in (4, 2, 1):
                 part = Path(tmp) / f"part-{share}.jsonl"
-                part.write_bytes(b"".join(all_lines[: len(all_lines) // share]))
+                with open(log, "rb") as src, open(part, "wb") as dst:  # streamed: this
+                    for _, line in zip(range(total // share), src, strict=False):  # process
+                        dst.write(line)  # stays small, so its children's figures are theirs
                 result = run_one(str(part), 2)
                 print(f"  {result['lines']:>10,}{part.stat().st_size / 1e6:>11,.0f}"
                       f"{result['worker_peak_mb']:>16.0f}{result['driver_peak_mb']:>16.0f}",
                       flush=True)  # fmt: skip
-        del all_lines
 
     if "calls" not in skip:
         per_call(log, args.sample, args.blocks)
