@@ -284,6 +284,8 @@ def test_a_redacted_run_context_makes_its_calls_undecidable(tmp_path: Path) -> N
     report = sync(path)
     assert report.undecidable == 1
     assert report.examples["undecidable"][0]["why"] == "a value of the run context is redacted"
+    # Even when the new configuration removes the tool: which tools a run has depends on it.
+    assert sync(path, {"tools": {"deny": ["read"]}}).undecidable == 1
 
 
 def test_redacted_arguments_that_fail_the_schema_are_undecidable(tmp_path: Path) -> None:

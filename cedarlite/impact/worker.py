@@ -212,11 +212,11 @@ class Replayer:
 
     def undecidable(self, rec: LogLine, old: str, new: New) -> tuple[str, str] | None:
         """``(pointer, why)`` when the new decision may depend on a redacted value."""
-        if new.denied_reason in ("not-offered", "run-rejected"):
-            return None  # decided before the arguments are looked at
-        for pointer in rec.redacted:
+        for pointer in rec.redacted:  # the run context decides which tools a run has
             if pointer.startswith("/context"):
                 return pointer, "a value of the run context is redacted"
+        if new.denied_reason in ("not-offered", "run-rejected"):
+            return None  # decided before the arguments are looked at
         old_invalid = old == "block" and rec.denied_reason == "invalid-arguments"
         new_invalid = new.action == "block" and new.denied_reason == "invalid-arguments"
         if old_invalid and new_invalid:
