@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .logline import BAD_KINDS
-from .worker import OTHER_TOOLS, OUTSIDE_KINDS, PartitionResult
+from .worker import OTHER_TOOLS, OUTSIDE_KINDS, PartitionResult, transition
 
 #: Distinct tools kept in a report (the rest are counted under "(other tools)").
 REPORT_TOOLS = 10_000
@@ -25,11 +25,6 @@ REPORT_TOOLS = 10_000
 REPORT_HASHES = 100
 
 SUMMARY_VERSION = 1
-
-
-def transition(old: str, new: str) -> str:
-    """``"allow->block"``: the key of a transition in the report and in ``summary.json``."""
-    return f"{old}->{new}"
 
 
 @dataclass(frozen=True)

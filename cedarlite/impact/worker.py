@@ -258,6 +258,11 @@ def forget_replayers() -> None:
         _REPLAYERS.clear()
 
 
+def transition(old: str, new: str) -> str:
+    """``"allow->block"``: the key of a transition in the report and in ``summary.json``."""
+    return f"{old}->{new}"
+
+
 def old_decision(rec: LogLine) -> tuple[str | None, str | None]:
     """``(old, None)``: the logged decision of the policy (``allow``/``block``/``ask``); or
     ``(None, kind)`` when the logged decision was made by something a replay does not run:
@@ -387,10 +392,9 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
     result.counts[(tool, old, new.action)] += 1
     if old == new.action:
         return
-    transition = f"{old}->{new.action}"
     for policy in new.policies or (f"({new.denied_reason})",):
         result.responsible[(tool, old, new.action, policy)] += 1
-    part.example(transition, _example(index, rec, old, new, params_text))
+    part.example(transition(old, new.action), _example(index, rec, old, new, params_text))
     if spec.rows:
         result.changes.append(_row(index, rec, old, new, params_text))
 
