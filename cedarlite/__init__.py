@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         SchemaError,
         ValidationError,
     )
+    from .impact import ReplayReport, replay
     from .policyset import PolicySet
     from .request import Request
     from .response import Decision, PolicyError, Response
@@ -58,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "PolicySet": ".policyset",
     "PolicySetError": ".errors",
     "Record": ".values",
+    "ReplayReport": ".impact",
     "Request": ".request",
     "RequestError": ".errors",
     "Response": ".response",
@@ -68,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "ValidationResult": ".schema.validator",
     "is_authorized": ".authorizer",
     "is_authorized_batch": ".authorizer",
+    "replay": ".impact",
     "validate": ".schema.validator",
 }
 
@@ -87,6 +90,7 @@ __all__ = [
     "PolicySet",
     "PolicySetError",
     "Record",
+    "ReplayReport",
     "Request",
     "RequestError",
     "Response",
@@ -97,6 +101,7 @@ __all__ = [
     "ValidationResult",
     "is_authorized",
     "is_authorized_batch",
+    "replay",
     "validate",
 ]
 

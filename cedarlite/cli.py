@@ -21,6 +21,7 @@ cedarlite tools shipped                         # shipped policies and examples:
 cedarlite mcp-proxy --config tools.json [--rules r.cedar]... [--server NAME] -- COMMAND [ARGS...]
 cedarlite hook claude-code --config hook.json [--rules r.cedar]... [--state-dir DIR] \
     [--decision-log FILE] [--deadline S] [--print-settings]   # Claude Code's command hook
+cedarlite replay --log 'logs/*.jsonl.gz' --config new.json [--rules r.cedar] [--out DIR]
 ```
 
 ``--policies`` takes a file or a directory (every ``*.cedar`` file under it) and may be repeated;
@@ -40,6 +41,7 @@ import logging
 import os
 import shlex
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
@@ -841,6 +843,98 @@ def cmd_equiv(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# Impact of a policy change
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Replay decision logs against a new configuration and rules: the calls whose decision
+    would change, per transition and tool. Exit 3 when the configuration or rules do not
+    validate, 1 when the replay cannot start or some of the log could not be read at all."""
+    from .impact import ReplayError, replay
+    from .shipped import resolve
+    from .tools import ConfigError
+
+    args.scenario = args.config  # read as `tools lint` reads its file (a scenario or a config)
+    sc = _scenario(args, bare_config=True)
+    progress = _ProgressBar() if sys.stderr.isatty() else None
+    try:
+        with sc.blame():
+            report = replay(
+                args.log,
+                sc.config,
+                [resolve(r) for r in args.rules] if args.rules else None,
+                tools=sc.tools if (args.tools or sc.tools) else None,
+                scheduler=args.scheduler,
+                workers=args.workers,
+                out=args.out,
+                strict=not args.lenient,
+                examples=args.examples,
+                progress=progress,
+            )
+    except ConfigError as err:
+        _report_findings(args, sc, err.issues)
+        print(f"error: refusing to replay: {_summary(err.issues)} (use --lenient to read the "
+              "configuration as OpenClaw does)", file=sys.stderr)  # fmt: skip
+        return EXIT_INVALID
+    except ValidationError as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_INVALID
+    except ReplayError as err:
+        print(f"error: {err.message}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        if progress is not None:
+            progress.clear()
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.render())
+        rate = report.lines / report.elapsed if report.elapsed else 0
+        print(f"\n{report.lines:,} lines in {report.elapsed:.1f} s ({rate:,.0f} lines/s) on "
+              f"{report.scheduler}")  # fmt: skip
+    if args.out:
+        names = "summary.json, changes.jsonl, undecidable.jsonl"
+        if (Path(args.out) / "changes.parquet").exists():
+            names += ", changes.parquet"
+        print(f"wrote {names} to {args.out}", file=sys.stderr)
+    if report.unreadable_lines:
+        print(f"warning: {plural(report.unreadable_lines, 'line')} of the log could not be read "
+              "(counted in the report)", file=sys.stderr)  # fmt: skip
+    if report.read_errors or report.internal_errors:
+        print("error: the replay is incomplete: part of the log could not be read",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+class _ProgressBar:
+    """One line on the terminal (stderr), redrawn as partitions complete."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.shown = False
+
+    def __call__(self, phase: str, done: int, total: int, lines: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        bar = "#" * filled + "." * (width - filled)
+        if phase == "tools":
+            text = f"reading the tool catalog from the log [{bar}] {done}/{total}"
+        else:
+            rate = lines / max(time.monotonic() - self.started, 1e-9)
+            text = f"replaying [{bar}] {done}/{total} partitions, {lines:,} lines ({rate:,.0f}/s)"
+        sys.stderr.write("\r" + text + "\x1b[K")
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        """Erase the bar."""
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------------
 # Argument parsing
 
 
@@ -1106,6 +1200,53 @@ def _parser() -> argparse.ArgumentParser:
     )
     mp.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]: the upstream")
     mp.set_defaults(run=cmd_mcp_proxy)
+
+    rp = sub.add_parser("replay", help="replay decision logs against a changed policy")
+    rp.add_argument(
+        "--log",
+        required=True,
+        action="extend",
+        nargs="+",
+        metavar="PATH_OR_GLOB",
+        help="the guard's decision logs (JSON lines, plain or .gz); globs are expanded",
+    )
+    rp.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE",
+        help="the new tools configuration (JSON), or a scenario file with `config` and `tools`",
+    )
+    rp.add_argument(
+        "--rules",
+        action="append",
+        metavar="FILE",
+        help="the new argument rules (.cedar; cedarlite:NAME for a shipped file); repeatable",
+    )
+    rp.add_argument(
+        "-t",
+        "--tools",
+        metavar="FILE",
+        help="the run's tools (JSON array); default: the scenario's, else the tools the log "
+        "shows the logged runs had",
+    )
+    rp.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a dask.distributed scheduler (tcp://host:8786), or `sync` (in this process); "
+        "default: Dask's local scheduler",
+    )
+    rp.add_argument(
+        "--workers", type=int, metavar="N", help="local worker processes (default: CPU count)"
+    )
+    rp.add_argument("--out", metavar="DIR", help="write summary.json, changes.jsonl... there")
+    rp.add_argument("--examples", type=int, default=3, metavar="N", help="examples per transition")
+    rp.add_argument("--json", action="store_true", help="print summary.json instead of tables")
+    rp.add_argument(
+        "--lenient",
+        action="store_true",
+        help="read the configuration as OpenClaw does (mistakes become warnings)",
+    )
+    rp.set_defaults(run=cmd_replay)
 
     _hook_parser(sub)
     return parser

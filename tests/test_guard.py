@@ -565,6 +565,39 @@ def test_rules_from_paths_policysets_and_text(tmp_path):
         make(rules=[tmp_path / "missing.cedar"])
 
 
+def test_for_context_is_the_guard_that_context_would_build(tmp_path):
+    config = {
+        "tools": {"profile": "coding"},
+        "agents": {"list": [{"id": "main", "default": True}, {"id": "reader",
+                            "tools": {"allow": ["read"]}}]},
+    }  # fmt: skip
+    log = tmp_path / "log.jsonl"
+    guard = Guard(config, TOOLS, {"agentId": "main"}, rules=RULES, decision_log=log)
+    guard.register_hook(lambda event, ctx: None, plugin_id="noop")
+    reader = guard.for_context({"agentId": "reader"})
+    built = Guard(config, TOOLS, {"agentId": "reader"}, rules=RULES)
+    assert reader.agent == built.agent == "reader"
+    assert reader.tools == built.tools == ["read"]
+    assert reader.policy_hash == built.policy_hash == guard.policy_hash
+    assert reader.policies is guard.policies  # compiled once, shared
+    for tool, params in [("read", {"path": "a"}), ("exec", {"command": "ls"})]:
+        assert reader.before_tool_call(tool, params) == built.before_tool_call(tool, params)
+    assert guard.before_tool_call("exec", {"command": "ls"}).allowed  # the original is intact
+    reader.close()  # each guard has its own descriptor on the shared log
+    assert guard.before_tool_call("read", {"path": "b"}).allowed
+    agents = [json.loads(line)["agent"] for line in log.read_text().splitlines()]
+    assert agents == ["reader", "reader", "main", "main"]
+    with pytest.raises(Exception, match="agentId"):
+        guard.for_context({"agentId": "nobody"})  # strict: an unknown agent
+    lenient = Guard(
+        {"agents": {"list": [{"id": "main"}, {"id": "x", "tools": {"allow": ["query_db"]}}]}},
+        TOOLS, {},
+        strict=False,
+    )  # fmt: skip
+    with pytest.raises(EmptyAllowlistError):
+        lenient.for_context({"agentId": "x"})
+
+
 def test_lifecycle_events():
     events = []
     guard = make(on_event=events.append)

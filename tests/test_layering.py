@@ -70,6 +70,7 @@ LAYERS: list[list[str]] = [
     ["cedarlite.tools"],
     ["cedarlite.hooks"],
     ["cedarlite.hosts"],
+    ["cedarlite.impact"],
     ["cedarlite.cli"],
     ["cedarlite.__main__"],
     ["cedarlite"],  # the facade: nothing inside the package imports it

@@ -309,13 +309,51 @@ class Guard:
         self.fail_closed = fail_closed
         self.approver = approver
         self.strict = strict
-        from ..tools.resolve import EmptyAllowlistError
-
         self.session_store: SessionStore = DEFAULT_STORE if session_store is None else session_store
         if not isinstance(tools, ToolCatalog):
             tools = tool_list(tools)
         self._policy, rule_policies = self._build(config, tools, rules, context, strict)
-        resolution = self._policy.resolve(context)
+        self._entities = self.policy.entities
+        self._compile_rules(rule_policies)
+        config_value, tools_value = _config_value(config), _tools_value(tools)
+        self.policy_hash = policy_hash(config_value, tools_value, self._rules_text)
+        # What rebuilds `policy`, `policies` and `resolution` for a guard restored from a pickle
+        # (the run context is added by `_start_run`).
+        self._inputs: tuple[Any, ...] = (config_value, tools_value, {}, strict)
+        self._start_run(context)
+        self._hooks: tuple[tuple[float, int, str, HookHandler], ...] = ()
+        self._trusted: tuple[tuple[str, HookHandler], ...] = ()
+        self._registered = 0
+        self._log: DecisionLog | None = None
+        if decision_log is not None:
+            self.open_decision_log(decision_log)
+
+    def for_context(self, context: Mapping[str, Any] | None) -> Guard:
+        """A guard for another run (another run context) of the same configuration, tools and
+        rules, sharing everything that does not depend on the run: the compiled policies, the
+        policy hash, hooks, trusted policies, ``on_event``, ``approver`` and session store.
+
+        This costs a resolution of the run's tools, not a compilation. The new guard appends
+        to the same decision log file (through its own descriptor). Raises as the constructor
+        does for a bad or (strict) unknown context, or an empty allowlist.
+        """
+        self.policy.check_context(context)  # a no-op for a lenient policy
+        # A shallow copy of everything (not copy.copy, which would go through the pickling
+        # state and leave out the hooks, the approver and the compiled policies).
+        other = object.__new__(Guard)
+        other.__dict__.update(self.__dict__)
+        other._start_run(context)
+        if self._log is not None:
+            other._log = None  # its own descriptor: closing one guard's log leaves the other's
+            other.open_decision_log(self._log.path)
+        return other
+
+    def _start_run(self, context: Mapping[str, Any] | None) -> None:
+        """Everything that depends on the run context: the tools offered and their index, the
+        agent and its loop settings, the context as the log writes it."""
+        from ..tools.resolve import EmptyAllowlistError
+
+        resolution = self.policy.resolve(context)
         if resolution.error is not None:
             raise EmptyAllowlistError(resolution.error, resolution)
         self._resolution = resolution
@@ -323,27 +361,17 @@ class Guard:
         self.agent: str = run.agent
         self._principal = run.principal
         self._record = run.record()
-        self._entities = self.policy.entities
         self._tools = tuple(resolution.allowed)
-        self._compile_rules(rule_policies)
         self._index_tools(resolution)
         self.loop_settings = loops.LoopSettings.resolve(*self._loop_config())
-        config_value, tools_value = _config_value(config), _tools_value(tools)
-        self.policy_hash = policy_hash(config_value, tools_value, self._rules_text)
         given = context if isinstance(context, Mapping) else {}
-        # What rebuilds `policy`, `policies` and `resolution` for a guard restored from a pickle.
+        config_value, tools_value, _, strict = self._inputs
         self._inputs = (config_value, tools_value, dict(given), strict)
         self._context_json, self._context_redacted = redacted_json(
             {k: given[k] for k in CONTEXT_KEYS if k in given}, "/context"
         )
-        self._hooks: tuple[tuple[float, int, str, HookHandler], ...] = ()
-        self._trusted: tuple[tuple[str, HookHandler], ...] = ()
-        self._registered = 0
         self._started: OrderedDict[tuple[str | None, str], float] = OrderedDict()
         self._started_lock = threading.Lock()
-        self._log: DecisionLog | None = None
-        if decision_log is not None:
-            self.open_decision_log(decision_log)
 
     # -- pickling: hook processes start once per call and load a built guard -----------------
 

@@ -1,0 +1,218 @@
+"""One line of the guard's decision log, read as hostile input.
+
+The format (version 1) is the contract documented in the README ("The decision log") and
+written by :func:`cedarlite.hooks.decision_log.log_line`. :func:`read_line` turns one line
+into a :class:`LogLine`, or a :class:`BadLine` saying why it cannot be used, in one of the
+:data:`BAD_KINDS`; it never raises. Its cost is linear in the line: one C JSON decode (a line
+nested deeper than Python's recursion limit is refused by the decoder, not by a crash) and a
+constant number of type checks on the top-level fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from ..entities import json_kind
+from ..hooks.decision_log import VERSION
+
+#: Why a line could not be read: the last line of a file cut short, text that is not JSON (or
+#: not a JSON object), bytes that are not UTF-8, a line above the size limit, nesting deeper
+#: than the decoder allows, a line of a later format version, fields of the wrong type, a
+#: blank line.
+BAD_KINDS = (
+    "truncated",
+    "not-json",
+    "not-utf8",
+    "too-large",
+    "too-deep",
+    "future-version",
+    "bad-fields",
+    "empty",
+)
+
+#: The default size limit of one line, in characters (the log is ASCII: bytes).
+MAX_LINE = 16 * 1024 * 1024
+
+DECISIONS = ("allow", "block", "ask")
+
+
+class BadLine(NamedTuple):
+    """A line that cannot be replayed: its ``kind`` (one of :data:`BAD_KINDS`), a one-line
+    ``message`` and the 1-based ``column`` the problem was found at (``None``: the line)."""
+
+    kind: str
+    message: str
+    column: int | None = None
+
+
+class LogLine(NamedTuple):
+    """The fields of a readable version-1 line that a replay uses (``params`` and ``context``
+    as logged: redacted values are ``"[REDACTED]"``; ``redacted`` their JSON pointers)."""
+
+    ts: str | None
+    session: str | None
+    run: str | None
+    call_id: str | None
+    agent: str | None
+    tool: str
+    plugin: str | None
+    params: Any
+    redacted: tuple[str, ...]
+    context: dict[str, Any]
+    decision: str
+    denied_reason: str | None
+    reason: str | None
+    policies: tuple[str, ...]
+    params_rewritten: bool
+    policy_hash: str | None
+    approvals: tuple[Mapping[str, Any], ...]
+    error: str | None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"`{name}` is not JSON")
+
+
+# One decoder, built once (json.loads with arguments builds one per call). NaN and Infinity
+# are not JSON, and the guard never writes them.
+_decode = json.JSONDecoder(parse_constant=_no_constant).decode
+
+_NONE = type(None)
+_TEXT = (str, _NONE)
+_LIST = (list, _NONE)
+#: The optional fields and the classes their values may have (an absent key reads as null).
+_FIELDS = (
+    ("ts", _TEXT, "a string or null"),
+    ("session", _TEXT, "a string or null"),
+    ("run", _TEXT, "a string or null"),
+    ("call_id", _TEXT, "a string or null"),
+    ("agent", _TEXT, "a string or null"),
+    ("plugin", _TEXT, "a string or null"),
+    ("reason", _TEXT, "a string or null"),
+    ("policy_hash", _TEXT, "a string or null"),
+    ("error", _TEXT, "a string or null"),
+    ("redacted", _LIST, "an array of strings"),
+    ("policies", _LIST, "an array of strings"),
+    ("approvals", _LIST, "an array"),
+    ("params_rewritten", (bool, _NONE), "true or false"),
+)
+
+
+def read_line(text: str, *, max_line: int = MAX_LINE) -> LogLine | BadLine:
+    """Read one line (with or without its newline; a line without one is the last of its file,
+    and is ``truncated`` when it does not parse). Never raises."""
+    ended = text.endswith("\n")
+    body = text[:-1] if ended else text
+    if body.endswith("\r"):
+        body = body[:-1]
+    if len(body) > max_line:
+        return BadLine("too-large", f"line of {len(body):,} characters (limit {max_line:,})")
+    if not body.isascii():
+        try:
+            body.encode("utf-8")
+        except UnicodeEncodeError as err:  # bytes decoded with surrogateescape
+            return BadLine("not-utf8", "bytes that are not UTF-8", err.start + 1)
+    try:
+        obj = _decode(body)
+    except RecursionError:
+        return BadLine("too-deep", "JSON nested too deeply to decode")
+    except json.JSONDecodeError as err:
+        if not body.strip():
+            return BadLine("empty", "blank line")
+        kind = "not-json" if ended else "truncated"
+        what = "the last line is cut short" if kind == "truncated" else "not JSON"
+        return BadLine(kind, f"{what}: {err.msg}", err.colno)
+    except ValueError as err:  # NaN, Infinity, numbers too long to convert
+        return BadLine("not-json" if ended else "truncated", f"not JSON: {err}")
+    if obj.__class__ is not dict:
+        return BadLine("not-json", f"a log line is a JSON object, not {json_kind(obj)}")
+    version = obj.get("v")
+    if version.__class__ is not int:
+        return BadLine("bad-fields", _wrong("v", "the format version (an integer)", version))
+    if version > VERSION:
+        return BadLine("future-version", f"format version {version} (this reader knows {VERSION})")
+    if version < 1:
+        return BadLine("bad-fields", f"`v` must be at least 1, not {version}")
+    line = _fields(obj)
+    if isinstance(line, str):
+        return BadLine("bad-fields", line)
+    return line
+
+
+def _fields(obj: dict[str, Any]) -> LogLine | str:
+    """The line's fields, or what is wrong with the first field that is missing or of the
+    wrong type (one pass over the documented keys: this runs on every line)."""
+    get = obj.get
+    tool = get("tool")
+    if tool.__class__ is not str or not tool:
+        return _wrong("tool", "a tool name", tool)
+    if "params" not in obj:
+        return "no `params`"
+    decision = get("decision")
+    if decision.__class__ is not str or decision not in DECISIONS:
+        return _wrong("decision", '"allow", "block" or "ask"', decision)
+    context = get("context")
+    if context.__class__ is not dict:
+        return _wrong("context", "an object", context)
+    for key, allowed, expected in _FIELDS:
+        value = get(key)
+        if value.__class__ not in allowed:
+            return _wrong(key, expected, value)
+    denied = get("denied_reason")
+    if decision == "block" and (denied.__class__ is not str or not denied):
+        return _wrong("denied_reason", "the reason of a block (a string)", denied)
+    if decision != "block" and denied is not None:
+        return _wrong("denied_reason", f"null on {decision}", denied)
+    redacted = get("redacted") or ()
+    for pointer in redacted:
+        if pointer.__class__ is not str or not pointer.startswith(("/params", "/context")):
+            return _wrong("redacted", "pointers into /params or /context", pointer)
+    policies = get("policies") or ()
+    for policy in policies:
+        if policy.__class__ is not str:
+            return _wrong("policies", "an array of strings", policy)
+    approvals = get("approvals") or ()
+    for item in approvals:
+        plugin = item.get("plugin") if item.__class__ is dict else 0
+        if plugin is not None and plugin.__class__ is not str:
+            return _wrong("approvals", "objects with a `plugin` string or null", item)
+    return LogLine(
+        get("ts"),
+        get("session"),
+        get("run"),
+        get("call_id"),
+        get("agent"),
+        tool,
+        get("plugin"),
+        obj["params"],
+        tuple(redacted),
+        context,
+        decision,
+        denied,
+        get("reason"),
+        tuple(policies),
+        get("params_rewritten") is True,
+        get("policy_hash"),
+        tuple(approvals),
+        get("error"),
+    )
+
+
+def _wrong(key: str, expected: str, value: Any) -> str:
+    return f"`{key}` must be {expected}, not {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    """A value in a message: a scalar in backticks (long text cut), else its kind (a container
+    is never rendered: it may be nested hundreds of levels deep)."""
+    if value.__class__ is str:
+        return (
+            f'`{json.dumps(value[:40])[:-1]}..."`' if len(value) > 40 else f"`{json.dumps(value)}`"
+        )
+    if value.__class__ is int and abs(value) >= 10**40:
+        return "a long integer"
+    if value is None or value.__class__ in (bool, int, float):
+        return f"`{json.dumps(value)}`"
+    return json_kind(value)

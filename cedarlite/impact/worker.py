@@ -1,0 +1,511 @@
+"""What runs on a Dask worker: one partition of log lines replayed against the new policy.
+
+:func:`replay_partition` reads each line (:func:`~cedarlite.impact.logline.read_line`),
+decides the logged call again with a :class:`~cedarlite.hooks.Guard` built from the new
+configuration, tools and rules, and returns one :class:`PartitionResult`: counters, the first
+examples, and (when output files are asked for) one row per changed or undecidable call.
+Nothing here depends on the other partitions: results are merged by the driver.
+
+The guards are built once per worker process, not per partition: a :class:`Replayer` is kept
+per :class:`ReplaySpec` (by its digest) and builds one guard per run context seen (the first
+in full, the others with :meth:`Guard.for_context`, which shares the compiled policies). The
+replayed guards have no decision log, hooks, approver or session: a call is decided without
+a session key (so loop detection and remembered approvals never apply) and an ``ask`` stays
+``ask``. With those off a guard's answer is a pure function of (run context, tool, params),
+so answers are memoized per worker process by the logged JSON text of the three.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from ..hooks import Guard, MemorySessionStore
+from ..hooks.decision_log import policy_hash
+from ..tools.names import norm
+from .logline import MAX_LINE, BadLine, LogLine, read_line
+from .reads import ArgumentReads
+
+#: Decision memo entries and characters of keys per worker process (cleared when either is
+#: reached); the longest params, run context or tool text memoized (or a run context's guard
+#: kept); guards kept per worker process (the oldest run contexts are dropped). Every cache is
+#: bounded in entries and size.
+MEMO_SIZE = 100_000
+MEMO_CHARS = 32 * 1024 * 1024
+MEMO_TEXT = 4096
+GUARDS = 256
+#: Text from the log kept in a report (examples, messages) is cut to this many characters.
+SHOWN = 300
+#: Distinct tool names counted per partition (a hostile log could name millions); the rest
+#: are counted under OTHER_TOOLS. Names are cut to TOOL_CHARS characters.
+PARTITION_TOOLS = 1000
+OTHER_TOOLS = "(other tools)"
+TOOL_CHARS = 100
+#: Logged policy hashes counted per partition.
+PARTITION_HASHES = 64
+
+#: Why a logged decision is not compared: it was not the policy's (see ``old_decision``).
+OUTSIDE_KINDS = ("loop-detection", "hook", "guard-failure")
+
+_dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """Everything a partition needs, picklable: the new ``config`` and ``tools`` (JSON
+    values), ``rules`` (Cedar text, already validated by the driver), ``strict``, the number
+    of ``examples`` kept per transition, whether to collect ``rows`` for output files, and the
+    line size limit. ``digest`` identifies the policy (worker processes cache guards by it)."""
+
+    config: Any
+    tools: list[Any]
+    rules: str
+    strict: bool = True
+    examples: int = 3
+    rows: bool = False
+    max_line: int = MAX_LINE
+    digest: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        digest = policy_hash(self.config, self.tools, self.rules) + (":s" if self.strict else ":l")
+        object.__setattr__(self, "digest", digest)
+
+
+class New(NamedTuple):
+    """The replayed decision of one call."""
+
+    action: str
+    denied_reason: str | None
+    policies: tuple[str, ...]
+    reason: str | None
+
+
+@dataclass
+class PartitionResult:
+    """What one partition found (merged by the driver in partition order).
+
+    ``line`` numbers are 0-based indexes into the partition; ``path`` is the file the lines
+    came from (``None`` for an empty partition).
+    """
+
+    path: str | None = None
+    lines: int = 0
+    #: (tool, old, new) -> calls compared (old == new included).
+    counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    #: (tool, old, new, policy or "(denied reason)") -> changed calls it decided.
+    responsible: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+    #: (tool, old, new decided on the logged text) -> undecidable calls.
+    undecidable: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    #: (tool, kind) -> calls whose logged decision was not the policy's.
+    outside: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: kind -> unreadable lines, and the first few of each kind: (line, kind, message, column).
+    unreadable: Counter[str] = field(default_factory=Counter)
+    samples: list[tuple[int, str, str, int | None]] = field(default_factory=list)
+    #: error message -> calls of runs the new configuration refuses to start.
+    rejected: Counter[str] = field(default_factory=Counter)
+    #: logged policy_hash -> lines.
+    hashes: Counter[str] = field(default_factory=Counter)
+    #: transition ("allow->block", or "undecidable") -> the first examples, in line order.
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: rows of changed calls and of undecidable calls (only when the spec asks for rows).
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    undecidable_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: a failure to read the partition's data (I/O, corrupt compression), after ``lines``.
+    read_error: str | None = None
+    #: errors of the replay itself on a line (bugs: never silent), first few messages.
+    internal_errors: int = 0
+    internal_samples: list[tuple[int, str]] = field(default_factory=list)
+
+
+class Replayer:
+    """The new policy in one worker process: guards per run context, the decision memo and
+    the argument-read analysis (see the module docstring). Thread-safe."""
+
+    def __init__(self, spec: ReplaySpec) -> None:
+        self.spec = spec
+        self._base: Guard | None = None
+        self._guards: dict[str, Guard | str] = {}
+        self._memo: dict[tuple[str, str, str], New] = {}
+        self._memo_chars = 0
+        self._reads: ArgumentReads | None = None
+        self._lock = threading.Lock()
+
+    def guard(self, context_text: str | None, context: dict[str, Any]) -> Guard | str:
+        """The guard of a run context (by its logged JSON text), or why the new configuration
+        refuses that run."""
+        if context_text is None or len(context_text) > MEMO_TEXT:
+            return self._build(context)  # not a context a guard writes: not kept
+        found = self._guards.get(context_text)  # INVARIANT: entries are never changed
+        if found is None:
+            with self._lock:
+                found = self._guards.get(context_text)
+                if found is None:
+                    while len(self._guards) >= GUARDS:  # the oldest run context goes
+                        del self._guards[next(iter(self._guards))]
+                    found = self._guards[context_text] = self._build(context)
+        return found
+
+    def _build(self, context: dict[str, Any]) -> Guard | str:
+        spec = self.spec
+        try:
+            if self._base is None:
+                guard = Guard(
+                    spec.config,
+                    spec.tools,
+                    context,
+                    rules=spec.rules or None,
+                    strict=spec.strict,
+                    session_store=MemorySessionStore(),
+                )
+                self._base = guard
+            else:
+                guard = self._base.for_context(context)
+        except Exception as err:  # a run the new configuration refuses to start
+            return _cut(f"{type(err).__name__}: {err}")
+        # Calls are decided without a session key, which already keeps loop detection off;
+        # say so in the guard as well.
+        guard.loop_settings = replace(guard.loop_settings, enabled=False)
+        return guard
+
+    def decide(
+        self, guard: Guard, context_text: str | None, tool: str, params: Any, text: str | None
+    ) -> New:
+        """The new decision of a call (memoized by the logged JSON texts, when small)."""
+        if context_text is None or text is None:
+            key = None
+        elif len(text) <= MEMO_TEXT and len(context_text) <= MEMO_TEXT and len(tool) <= MEMO_TEXT:
+            key = (context_text, tool, text)
+            found = self._memo.get(key)
+            if found is not None:
+                return found
+        else:
+            key = None
+        out = guard.before_tool_call(tool, params, None)
+        new = New(out.action, out.denied_reason, out.policies, out.reason)
+        if key is not None:
+            size = len(key[0]) + len(key[1]) + len(key[2])
+            if len(self._memo) >= MEMO_SIZE or self._memo_chars + size > MEMO_CHARS:
+                self._memo.clear()
+                self._memo_chars = 0
+            self._memo[key] = new
+            self._memo_chars += size
+        return new
+
+    def reads(self) -> ArgumentReads:
+        """The argument reads of the new policy (the same for every run context)."""
+        with self._lock:
+            if self._reads is None:
+                base = self._base
+                assert base is not None  # a guard was built before any call is decided
+                self._reads = ArgumentReads(
+                    base.policies.active,
+                    base.policies.labels,
+                    base.policy.catalog,
+                    base.policy.entities,
+                )
+            return self._reads
+
+    def undecidable(self, rec: LogLine, old: str, new: New) -> tuple[str, str] | None:
+        """``(pointer, why)`` when the new decision may depend on a redacted value."""
+        for pointer in rec.redacted:  # the run context decides which tools a run has
+            if pointer.startswith("/context"):
+                return pointer, "a value of the run context is redacted"
+        if new.denied_reason in ("not-offered", "run-rejected"):
+            return None  # decided before the arguments are looked at
+        old_invalid = old == "block" and rec.denied_reason == "invalid-arguments"
+        new_invalid = new.action == "block" and new.denied_reason == "invalid-arguments"
+        if old_invalid and new_invalid:
+            return None  # the arguments did not fit the schema, and still do not
+        if old_invalid or new_invalid:
+            why = "a redacted value decides whether the arguments fit the tool's schema"
+            return rec.redacted[0], why
+        reads = self.reads()
+        tool = norm(rec.tool)
+        for pointer in rec.redacted:
+            readers = reads.pointer_readers(tool, pointer)
+            if readers:
+                shown = ", ".join(readers[:3]) + (", ..." if len(readers) > 3 else "")
+                return pointer, f"read by {shown}"
+        return None
+
+
+_REPLAYERS: dict[str, Replayer] = {}
+_REPLAYERS_LOCK = threading.Lock()
+
+
+def replayer(spec: ReplaySpec) -> Replayer:
+    """This process's :class:`Replayer` of ``spec`` (the two most recent specs are kept)."""
+    with _REPLAYERS_LOCK:
+        found = _REPLAYERS.get(spec.digest)
+        if found is None:
+            # A library's logger stays quiet unless the application configures logging: the
+            # configuration warnings are the driver's to report, once.
+            logging.getLogger("cedarlite").addHandler(logging.NullHandler())
+            while len(_REPLAYERS) >= 2:
+                del _REPLAYERS[next(iter(_REPLAYERS))]
+            found = _REPLAYERS[spec.digest] = Replayer(spec)
+        return found
+
+
+def forget_replayers() -> None:
+    """Drop this process's replayers (their guards and memo)."""
+    with _REPLAYERS_LOCK:
+        _REPLAYERS.clear()
+
+
+def transition(old: str, new: str) -> str:
+    """``"allow->block"``: the key of a transition in the report and in ``summary.json``."""
+    return f"{old}->{new}"
+
+
+def old_decision(rec: LogLine) -> tuple[str | None, str | None]:
+    """``(old, None)``: the logged decision of the policy (``allow``/``block``/``ask``); or
+    ``(None, kind)`` when the logged decision was made by something a replay does not run:
+
+    * a failure of the guard or of a hook (``error`` set): ``guard-failure``;
+    * loop detection (``tool-loop``): ``loop-detection``;
+    * a hook or trusted policy that blocked (``plugin-before-tool-call`` without approvals):
+      ``hook``.
+
+    A call that needed approvals is compared on what the policy said before anyone answered:
+    ``ask`` when a policy asked (an approval without a plugin), else ``allow`` (only hooks
+    asked, after the policy allowed), whatever the person decided.
+    """
+    if rec.error is not None:
+        return None, "guard-failure"
+    if rec.decision == "block" and rec.denied_reason == "tool-loop":
+        return None, "loop-detection"
+    if rec.approvals:
+        asked = any(a.get("plugin") is None for a in rec.approvals)
+        return ("ask" if asked else "allow"), None
+    if rec.decision == "block" and rec.denied_reason in (
+        "plugin-before-tool-call",
+        "plugin-approval",
+    ):
+        return None, "hook"
+    return rec.decision, None
+
+
+class _Partition:
+    """The state of one partition being replayed."""
+
+    def __init__(self, spec: ReplaySpec) -> None:
+        self.spec = spec
+        self.result = PartitionResult()
+        self.tools: dict[str, str] = {}
+
+    def tool_key(self, tool: str) -> str:
+        key = self.tools.get(tool)
+        if key is None:
+            if len(self.tools) >= PARTITION_TOOLS:
+                return OTHER_TOOLS
+            key = tool if len(tool) <= TOOL_CHARS else tool[: TOOL_CHARS - 3] + "..."
+            self.tools[tool] = key
+        return key
+
+    def bad(self, index: int, bad: BadLine) -> None:
+        r = self.result
+        r.unreadable[bad.kind] += 1
+        if r.unreadable[bad.kind] <= self.spec.examples:
+            r.samples.append((index, bad.kind, bad.message, bad.column))
+
+    def example(self, transition: str, item: dict[str, Any]) -> None:
+        found = self.result.examples.setdefault(transition, [])
+        if len(found) < self.spec.examples:
+            found.append(item)
+
+
+def replay_partition(lines: Iterable[tuple[str, str]], spec: ReplaySpec) -> list[PartitionResult]:
+    """Replay one partition of ``(line, path)`` pairs (a ``dask.bag`` partition of the log);
+    returns ``[PartitionResult]``. Never raises for the data: an unreadable line is counted,
+    a failure to read the rest of the partition is recorded in ``read_error``."""
+    part = _Partition(spec)
+    result = part.result
+    rep = replayer(spec)
+    index = 0
+    source: Iterator[tuple[str, str]] = iter(lines)
+    while True:
+        try:
+            item = next(source, None)
+        except Exception as err:  # I/O errors, corrupt compressed data
+            result.read_error = f"{type(err).__name__}: {err}"
+            break
+        if item is None:
+            break
+        text, path = item
+        if result.path is None:
+            result.path = path
+        try:
+            _replay_line(part, rep, index, text)
+        except Exception as err:  # a bug of ours: counted and shown, never silent
+            result.internal_errors += 1
+            if len(result.internal_samples) < spec.examples:
+                result.internal_samples.append((index, f"{type(err).__name__}: {err}"))
+        index += 1
+    result.lines = index
+    return [result]
+
+
+def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None:
+    spec = part.spec
+    result = part.result
+    rec = read_line(text, max_line=spec.max_line)
+    if isinstance(rec, BadLine):
+        part.bad(index, rec)
+        return
+    if (
+        rec.policy_hash is not None
+        and len(rec.policy_hash) <= 100
+        and (rec.policy_hash in result.hashes or len(result.hashes) < PARTITION_HASHES)
+    ):
+        result.hashes[rec.policy_hash] += 1
+    tool = part.tool_key(rec.tool)
+    old, outside = old_decision(rec)
+    if old is None:
+        assert outside is not None
+        result.outside[(tool, outside)] += 1
+        return
+    context_text = _text(rec.context)
+    params_text = _text(rec.params)
+    guard = rep.guard(context_text, rec.context)
+    if isinstance(guard, str):
+        new = New("block", "run-rejected", (), guard)
+        result.rejected[guard] += 1
+    else:
+        new = rep.decide(guard, context_text, rec.tool, rec.params, params_text)
+    if rec.redacted:
+        found = rep.undecidable(rec, old, new)
+        if found is not None:
+            pointer, why = found
+            result.undecidable[(tool, old, new.action)] += 1
+            part.example("undecidable", _example(index, rec, old, new, params_text, pointer, why))
+            if spec.rows:
+                row = _row(index, rec, old, new, params_text)
+                row.update(redacted=pointer, why=why)
+                result.undecidable_rows.append(row)
+            return
+    result.counts[(tool, old, new.action)] += 1
+    if old == new.action:
+        return
+    for policy in new.policies or (f"({new.denied_reason})",):
+        result.responsible[(tool, old, new.action, policy)] += 1
+    part.example(transition(old, new.action), _example(index, rec, old, new, params_text))
+    if spec.rows:
+        result.changes.append(_row(index, rec, old, new, params_text))
+
+
+def _text(value: Any) -> str | None:
+    """The JSON text of a logged value (the memo's key), ``None`` when it is nested deeper than
+    the encoder goes (then nothing about it is memoized)."""
+    try:
+        return _dumps(value)
+    except (RecursionError, ValueError):
+        return None
+
+
+#: What the output shows for params nested too deeply to write.
+UNWRITABLE = '"<params nested too deeply to write>"'
+
+
+def _example(
+    index: int,
+    rec: LogLine,
+    old: str,
+    new: New,
+    params_text: str | None,
+    pointer: str | None = None,
+    why: str | None = None,
+) -> dict[str, Any]:
+    """One example call for the report (params as logged; long or deeply nested ones as
+    cut JSON text, so that a report never nests deeper than a log line may)."""
+    params: Any = rec.params
+    if params_text is None:
+        params = json.loads(UNWRITABLE)
+    elif len(params_text) > 2000 or params_text.count("[") + params_text.count("{") > 100:
+        params = _cut(params_text, 2000)
+    out: dict[str, Any] = {
+        "line": index,
+        "session": _cut(rec.session),
+        "call_id": _cut(rec.call_id),
+        "agent": _cut(rec.agent),
+        "tool": _cut(rec.tool),
+        "params": params,
+        "old": {
+            "decision": old,
+            "logged": rec.decision,
+            "denied_reason": _cut(rec.denied_reason),
+            "reason": _cut(rec.reason),
+            "policies": [_cut(p) for p in rec.policies[:10]],
+        },
+        "new": {
+            "decision": new.action,
+            "denied_reason": new.denied_reason,
+            "reason": _cut(new.reason),
+            "policies": list(new.policies),
+        },
+    }
+    if pointer is not None:
+        out.update(redacted=_cut(pointer), why=why)
+    return out
+
+
+def _cut(text: str | None, limit: int = SHOWN) -> Any:
+    """Text from the log as a report shows it: at most ``limit`` characters."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 3] + "..."
+
+
+def _row(index: int, rec: LogLine, old: str, new: New, params_text: str | None) -> dict[str, Any]:
+    """One line of ``changes.jsonl`` (the driver adds ``file`` and the line number)."""
+    return {
+        "line": index,
+        "ts": rec.ts,
+        "session": rec.session,
+        "run": rec.run,
+        "call_id": rec.call_id,
+        "agent": rec.agent,
+        "tool": rec.tool,
+        "old": old,
+        "new": new.action,
+        "policies": list(new.policies),
+        "denied_reason": new.denied_reason,
+        "reason": new.reason,
+        "old_logged": rec.decision,
+        "old_policies": list(rec.policies),
+        "params": UNWRITABLE if params_text is None else params_text,
+        "params_rewritten": rec.params_rewritten,
+    }
+
+
+def seen_tools(lines: Iterable[tuple[str, str]], max_line: int = MAX_LINE) -> list[set[Any]]:
+    """The pre-pass of a replay without a tool list: the ``(tool, plugin)`` pairs of the log
+    that were tools of the logged run (see :func:`known_tool`). Unreadable lines are skipped
+    here; the replay itself counts them."""
+    found: set[tuple[str, str | None]] = set()
+    source = iter(lines)
+    while len(found) <= 10_000:
+        try:
+            item = next(source, None)
+        except Exception:  # the replay reports the same read error
+            break
+        if item is None:
+            break
+        rec = read_line(item[0], max_line=max_line)
+        if isinstance(rec, LogLine) and known_tool(rec):
+            found.add((rec.tool, rec.plugin))
+    return [found]
+
+
+def known_tool(rec: LogLine) -> bool:
+    """Whether the logged call names a tool of the run's catalog: one with a plugin, or any
+    tool the guard did not block as unknown (an unknown tool is blocked ``not-offered``
+    without a layer: no policy removed it, it was never there)."""
+    if rec.plugin is not None:
+        return True
+    return not (rec.decision == "block" and rec.denied_reason == "not-offered" and not rec.policies)
