@@ -22,9 +22,9 @@ from functools import lru_cache
 from typing import Any
 
 from .. import _ops as ops
+from .._glob import Segments, like_segments
 from ..ast import (
     RELATIONS,
-    WILDCARD,
     And,
     Binary,
     BinOp,
@@ -85,7 +85,7 @@ _GLOBALS: dict[str, Any] = {
     "_in_uids": ops.in_uids,
     "_has": ops.has_attr,
     "_ga": ops.get_attr,
-    "_like": ops.like,
+    "_like_s": ops.like_segments_match,
     "_is": ops.is_,
     **{f"_e_{name}": fn for name, fn in ops.ENTITY_METHODS.items()},
     "_LO": I64_MIN,
@@ -339,12 +339,13 @@ class _Gen:
         return f"({attr!r} in {v} if {assign}.__class__ is Record else _has({v}, {attr!r}, E))"
 
     def _like(self, inner: Expr, pattern: tuple[Any, ...]) -> str:
+        segments = like_segments(pattern)
         v = self.tmp()
-        test = _string_test(v, pattern)
-        pat = self.const(pattern)
+        test = _string_test(v, segments)
         if test is None:
-            return f"_like({self.expr(inner)}, {pat})"
-        return f"({test} if ({v} := {self.expr(inner)}).__class__ is str else _like({v}, {pat}))"
+            return f"_like_s({self.expr(inner)}, {self.const(segments)})"
+        segs = self.const(segments)
+        return f"({test} if ({v} := {self.expr(inner)}).__class__ is str else _like_s({v}, {segs}))"
 
     def _method(self, receiver: Expr, name: str, args: tuple[Expr, ...]) -> str:
         codes = [self.expr(receiver), *(self.expr(a) for a in args)]
@@ -366,20 +367,19 @@ def _tuple(codes: list[str]) -> str:
     return "()" if not codes else f"({', '.join(codes)},)"
 
 
-def _string_test(v: str, pattern: tuple[Any, ...]) -> str | None:
-    """A str-method test equivalent to matching ``pattern`` against variable ``v``, if any."""
-    stars = [i for i, el in enumerate(pattern) if el is WILDCARD]
-    if not stars:
-        text = "".join(pattern)
-        return f"{v} == {text!r}"
-    if len(stars) == len(pattern):
-        return "True"
-    if len(pattern) == 2 and stars == [1]:
-        return f"{v}.startswith({pattern[0]!r})"
-    if len(pattern) == 2 and stars == [0]:
-        return f"{v}.endswith({pattern[1]!r})"
-    if len(pattern) == 3 and stars == [0, 2]:
-        return f"({pattern[1]!r} in {v})"
+def _string_test(v: str, segments: Segments) -> str | None:
+    """A str-method test equivalent to matching ``segments`` against variable ``v``, if any."""
+    match segments:
+        case (text,):
+            return f"{v} == {text!r}"
+        case ("", ""):
+            return "True"
+        case (prefix, ""):
+            return f"{v}.startswith({prefix!r})"
+        case ("", suffix):
+            return f"{v}.endswith({suffix!r})"
+        case ("", middle, ""):
+            return f"({middle!r} in {v})"
     return None
 
 

@@ -70,7 +70,7 @@ from .catalog import (
     plugin_uid,
 )
 from .config import AgentTools, PolicyLists, ProviderEntry, ToolsConfig, load_config
-from .names import dedupe, expand, glob_regex, js_trim, norm, norm_agent_id, pattern_of, trim_lower
+from .names import dedupe, expand, glob_match, js_trim, norm, norm_agent_id, pattern_of, trim_lower
 
 # ---------------------------------------------------------------------------------------------
 # Layers, in pipeline order
@@ -641,7 +641,7 @@ class Unit:
             case "group":
                 return name in CORE_GROUPS[self.text]
             case "glob":
-                return glob_regex(self.text).fullmatch(name) is not None
+                return glob_match(self.text, name)
         return name in self.names
 
     def targets(self, catalog: ToolCatalog) -> tuple[EntityUID, ...] | None:
@@ -654,8 +654,7 @@ class Unit:
             case "group":
                 return (group_uid(self.text),)
             case "glob":
-                rx = glob_regex(self.text)
-                return tuple(action_uid(n) for n in catalog.names if rx.fullmatch(n))
+                return tuple(action_uid(n) for n in catalog.names if glob_match(self.text, n))
             case "plugin":
                 return (plugin_uid(self.text),)
         return (group_uid(GROUP_PLUGINS),)
