@@ -138,6 +138,8 @@ def _decode_pattern(raw: str) -> tuple[Any, ...]:
 
 
 def _decode_int(raw: str, negated: bool) -> int:
+    if len(raw.lstrip("0")) > 19:
+        raise _Fallback  # too large: the full parser says so (never int() a huge digit string)
     value = int(raw)
     if value > I64_MAX + (1 if negated else 0):
         raise _Fallback
@@ -216,8 +218,8 @@ def _field_parts(node: Any) -> tuple[list[Any], list[tuple[int, Builder]]]:
     values: list[Any] = []
     holes: list[tuple[int, Builder]] = []
     for f in fields(node):
-        if f.name == "span":
-            continue  # kw-only, so the other fields can be passed positionally
+        if f.name == "span" or not f.init:
+            continue  # kw-only or computed, so the other fields can be passed positionally
         holed, value = _template(getattr(node, f.name))
         if holed:
             holes.append((len(values), value))
@@ -274,6 +276,17 @@ _templates: dict[tuple[str, bool], Builder | None] = {}
 _MAX_TEMPLATES = 20000
 
 
+MAX_TEMPLATE_DEPTH = 40
+"""Policies nested deeper than this are left to the full parser (templates recurse)."""
+
+
+def _templatable(parsed: list[Policy]) -> bool:
+    """One policy, shallow enough for the (recursive) template builders."""
+    return len(parsed) == 1 and all(
+        ast.depth(c.body) <= MAX_TEMPLATE_DEPTH for c in parsed[0].conditions
+    )
+
+
 def _template_for(shape: str, strict: bool) -> Builder | None:
     key = (shape, strict)
     found = _templates.get(key, _templates)
@@ -284,7 +297,7 @@ def _template_for(shape: str, strict: bool) -> Builder | None:
     except ParseError:
         builder = None
     else:
-        builder = _policy_template(parsed[0]) if len(parsed) == 1 else None
+        builder = _policy_template(parsed[0]) if _templatable(parsed) else None
     with _lock:
         if len(_templates) >= _MAX_TEMPLATES:
             _templates.clear()

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from .ast import (
     WILDCARD,
     And,
+    Arith,
     Binary,
     BinOp,
     Call,
@@ -46,6 +47,7 @@ from .ast import (
     UnaryOp,
     Variable,
     is_valid_ident,
+    postorder,
 )
 from .errors import ParseError
 from .source import Span
@@ -156,39 +158,38 @@ def print_policy(policy: Policy, *, width: int = WIDTH) -> str:
 
 def _condition(cond: Condition, width: int) -> str:
     head = f"{cond.kind.value} {{ "
-    flat = print_expr(cond.body)
+    texts = _Texts(cond.body)
+    flat = texts.text(cond.body, _IF)
     if len(head) + len(flat) + 2 <= width:
         return f"{head}{flat} }}"
-    return f"{cond.kind.value} {{\n  {_layout(cond.body, _IF, 2, width)}\n}}"
+    return f"{cond.kind.value} {{\n  {_layout(texts, cond.body, _IF, 2, width, 0)}\n}}"
 
 
-def _layout(e: Expr, needed: int, indent: int, width: int) -> str:
+MAX_LAYOUT_DEPTH = 32
+"""Nested ``&&``/``||`` chains are broken over lines this many levels deep, then kept flat."""
+
+
+def _layout(texts: _Texts, e: Expr, needed: int, indent: int, width: int, depth: int) -> str:
     """``e`` as text starting at column ``indent``: flat if it fits, else broken at its
     top-level ``&&``/``||`` operands and set elements (continuation lines are indented)."""
-    flat = _expr(e, needed)
-    if indent + len(flat) <= width:
+    flat = texts.text(e, needed)
+    if indent + len(flat) <= width or depth >= MAX_LAYOUT_DEPTH:
         return flat
     match e:
-        case And() | Or():
+        case And(operands=operands) | Or(operands=operands):
             op, level = ("&&", _AND) if isinstance(e, And) else ("||", _OR)
-            operands = []
-            while isinstance(e, And if op == "&&" else Or):  # the left spine: a && b && c
-                operands.append(e.right)
-                e = e.left
-            operands.append(e)
-            operands.reverse()
             inner = indent if level >= needed else indent + 2
-            parts = [_layout(operands[0], level, inner, width)]
-            parts += [_layout(x, level + 1, inner, width) for x in operands[1:]]
+            parts = [_layout(texts, operands[0], level, inner, width, depth + 1)]
+            parts += [_layout(texts, x, level + 1, inner, width, depth + 1) for x in operands[1:]]
             text = f" {op}\n{' ' * inner}".join(parts)
             if level < needed:
                 return f"(\n{' ' * inner}{text}\n{' ' * indent})"
             return text
         case SetLit(elements=elements):
-            return _wrap_list([print_expr(x) for x in elements], indent, width)
+            return _wrap_list([texts.text(x, _IF) for x in elements], indent, width)
         case Binary(op=BinOp.IN, left=left, right=SetLit(elements=elements)) if needed <= _REL:
-            head = f"{_expr(left, _ADD)} in "
-            return head + _wrap_list([print_expr(x) for x in elements], indent, width)
+            head = f"{texts.text(left, _ADD)} in "
+            return head + _wrap_list([texts.text(x, _IF) for x in elements], indent, width)
     return flat
 
 
@@ -237,85 +238,101 @@ def _scope(scope: Scope, width: int = WIDTH) -> str:
 
 
 def print_expr(expr: Expr) -> str:
-    """Cedar text for an expression."""
-    return _expr(expr, _IF)
+    """Cedar text for an expression (any depth: printed bottom-up on an explicit stack)."""
+    return _Texts(expr).text(expr, _IF)
 
 
-def _paren(text: str, level: int, needed: int) -> str:
-    return f"({text})" if level < needed else text
+class _Texts:
+    """The text of every node of a tree, printed once, children before their parent.
 
+    Each node's text is kept with its binding level, so a parent adds parentheses only where
+    precedence requires them.
+    """
 
-def _expr(e: Expr, needed: int) -> str:
-    match e:
-        case Lit(value=value):
-            text = _literal(value)
-            negative = value.__class__ is int and value < 0
-            return _paren(text, _UNARY if negative else _MEMBER, needed)
-        case Variable(var=var):
-            return var.value
-        case Slot(slot=slot):
-            return slot.value
-        case If(cond=c, then_=t, else_=f):
-            text = f"if {_expr(c, _IF)} then {_expr(t, _IF)} else {_expr(f, _IF)}"
-            return _paren(text, _IF, needed)
-        case Or(left=left, right=right):
-            return _paren(f"{_expr(left, _OR)} || {_expr(right, _AND)}", _OR, needed)
-        case And(left=left, right=right):
-            return _paren(f"{_expr(left, _AND)} && {_expr(right, _REL)}", _AND, needed)
-        case Binary(op=op, left=left, right=right):
-            level = _LEVEL[op]
-            if level == _REL:
-                text = f"{_expr(left, _ADD)} {op.value} {_expr(right, _ADD)}"
-            else:
-                text = f"{_expr(left, level)} {op.value} {_expr(right, level + 1)}"
-            return _paren(text, level, needed)
-        case Has(expr=inner, path=path):
-            return _paren(f"{_expr(inner, _ADD)} has {_has_path(path)}", _REL, needed)
-        case Like(expr=inner, pattern=pattern):
-            return _paren(f"{_expr(inner, _ADD)} like {_pattern(pattern)}", _REL, needed)
-        case Is(expr=inner, entity_type=t, in_expr=None):
-            return _paren(f"{_expr(inner, _ADD)} is {t}", _REL, needed)
-        case Is(expr=inner, entity_type=t, in_expr=target):
-            text = f"{_expr(inner, _ADD)} is {t} in {_expr(target, _ADD)}"  # type: ignore[arg-type]
-            return _paren(text, _REL, needed)
-        case Unary(op=op, arg=arg):
-            return _paren(_unary(op, arg), _UNARY, needed)
-        case GetAttr(expr=inner, attr=attr):
-            access = f".{attr}" if _is_name(attr) else f"[{quote_string(attr)}]"
-            return _expr(inner, _MEMBER) + access
-        case MethodCall(receiver=receiver, name=name, args=args):
-            return f"{_expr(receiver, _MEMBER)}.{name}({_args(args)})"
-        case Call(name=name, args=args):
-            return f"{name}({_args(args)})"
-        case SetLit(elements=elements):
-            return f"[{_args(elements)}]"
-        case RecordLit(entries=entries):
-            return "{" + ", ".join(f"{_key(k)}: {print_expr(v)}" for k, v in entries) + "}"
-    raise TypeError(f"not an expression node: {e!r}")
+    def __init__(self, root: Expr) -> None:
+        self._done: dict[int, tuple[str, int]] = {}
+        for node, _ in postorder(root):
+            self._done[id(node)] = self._print(node)
 
+    def text(self, e: Expr, needed: int) -> str:
+        """The text of ``e`` (a node of the tree), parenthesized if it binds looser than
+        ``needed``."""
+        text, level = self._done[id(e)]
+        return f"({text})" if level < needed else text
 
-def _unary(op: UnaryOp, arg: Expr) -> str:
-    """``!``/``-`` runs of at most four; a literal under ``-`` keeps its parentheses."""
-    count = 1
-    while isinstance(arg, Unary) and arg.op is op and count < 4:
-        count += 1
-        arg = arg.arg
-    if op is UnaryOp.NEG and isinstance(arg, Lit) and arg.value.__class__ is int:
-        inner = f"({_literal(arg.value)})"  # `-5` would parse as the literal -5
-    elif isinstance(arg, Unary):
-        inner = f"({_expr(arg, _IF)})"  # `!-x` and five `!` in a row do not parse
-    else:
-        inner = _expr(arg, _MEMBER)
-    return op.value * count + inner
+    def _print(self, e: Expr) -> tuple[str, int]:
+        """The text and binding level of ``e``, its operands being printed already."""
+        t = self.text
+        match e:
+            case Lit(value=value):
+                negative = value.__class__ is int and value < 0
+                return _literal(value), _UNARY if negative else _MEMBER
+            case Variable(var=var):
+                return var.value, _MEMBER
+            case Slot(slot=slot):
+                return slot.value, _MEMBER
+            case If(cond=c, then_=then_, else_=else_):
+                return f"if {t(c, _IF)} then {t(then_, _IF)} else {t(else_, _IF)}", _IF
+            case Or(operands=operands):
+                rest = "".join(f" || {t(x, _AND)}" for x in operands[1:])
+                return t(operands[0], _OR) + rest, _OR
+            case And(operands=operands):
+                rest = "".join(f" && {t(x, _REL)}" for x in operands[1:])
+                return t(operands[0], _AND) + rest, _AND
+            case Arith(operands=operands, ops=ops):
+                level = _LEVEL[ops[0]]
+                rest = "".join(
+                    f" {op.value} {t(x, level + 1)}"
+                    for op, x in zip(ops, operands[1:], strict=True)
+                )
+                return t(operands[0], level) + rest, level
+            case Binary(op=op, left=left, right=right):
+                return f"{t(left, _ADD)} {op.value} {t(right, _ADD)}", _REL
+            case Has(expr=inner, path=path):
+                return f"{t(inner, _ADD)} has {_has_path(path)}", _REL
+            case Like(expr=inner, pattern=pattern):
+                return f"{t(inner, _ADD)} like {_pattern(pattern)}", _REL
+            case Is(expr=inner, entity_type=type_name, in_expr=None):
+                return f"{t(inner, _ADD)} is {type_name}", _REL
+            case Is(expr=inner, entity_type=type_name, in_expr=Expr() as target):
+                return f"{t(inner, _ADD)} is {type_name} in {t(target, _ADD)}", _REL
+            case Unary(op=op, arg=arg):
+                return self._unary(op, arg), _UNARY
+            case GetAttr(expr=inner, attr=attr):
+                access = f".{attr}" if _is_name(attr) else f"[{quote_string(attr)}]"
+                return t(inner, _MEMBER) + access, _MEMBER
+            case MethodCall(receiver=receiver, name=name, args=args):
+                return f"{t(receiver, _MEMBER)}.{name}({self._args(args)})", _MEMBER
+            case Call(name=name, args=args):
+                return f"{name}({self._args(args)})", _MEMBER
+            case SetLit(elements=elements):
+                return f"[{self._args(elements)}]", _MEMBER
+            case RecordLit(entries=entries):
+                body = ", ".join(f"{_key(k)}: {t(v, _IF)}" for k, v in entries)
+                return "{" + body + "}", _MEMBER
+        raise TypeError(f"not an expression node: {type(e).__name__}")
+
+    def _unary(self, op: UnaryOp, arg: Expr) -> str:
+        """``!``/``-`` runs of at most four; a literal under ``-`` keeps its parentheses."""
+        count = 1
+        while isinstance(arg, Unary) and arg.op is op and count < 4:
+            count += 1
+            arg = arg.arg
+        if op is UnaryOp.NEG and isinstance(arg, Lit) and arg.value.__class__ is int:
+            inner = f"({_literal(arg.value)})"  # `-5` would parse as the literal -5
+        elif isinstance(arg, Unary):
+            inner = self.text(arg, _MEMBER + 1)  # `!-x` and five `!` in a row do not parse
+        else:
+            inner = self.text(arg, _MEMBER)
+        return op.value * count + inner
+
+    def _args(self, args: Iterable[Expr]) -> str:
+        return ", ".join(self.text(a, _IF) for a in args)
 
 
 def _is_name(name: str) -> bool:
     """``name`` can be written bare after ``.``, as a record key or in a dotted ``has``."""
     return is_valid_ident(name) and name != "__cedar"
-
-
-def _args(args: Iterable[Expr]) -> str:
-    return ", ".join(print_expr(a) for a in args)
 
 
 def _key(key: str) -> str:

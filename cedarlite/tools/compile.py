@@ -129,16 +129,8 @@ def _is_false(e: Expr) -> bool:
 
 
 def _chain(cls: type[And] | type[Or], parts: Sequence[Expr]) -> Expr:
-    """Left-deep for short chains (reads naturally), balanced for long ones (bounded depth)."""
-    if len(parts) == 1:
-        return parts[0]
-    if len(parts) <= 32:
-        out = parts[0]
-        for p in parts[1:]:
-            out = cls(out, p)
-        return out
-    mid = len(parts) // 2
-    return cls(_chain(cls, parts[:mid]), _chain(cls, parts[mid:]))
+    """One flat chain node (or the single part)."""
+    return parts[0] if len(parts) == 1 else cls(tuple(parts))
 
 
 def and_(*parts: Expr) -> Expr:
@@ -231,14 +223,10 @@ def specialize(e: Expr, principal: str | None, excluded: Sequence[str] = ()) -> 
             return FALSE if uids <= {agent_uid(a) for a in excluded} else e
         case Unary(op=UnaryOp.NOT, arg=arg):
             return not_(specialize(arg, principal, excluded))
-        case And(left=left, right=right):
-            return and_(
-                specialize(left, principal, excluded), specialize(right, principal, excluded)
-            )
-        case Or(left=left, right=right):
-            return or_(
-                specialize(left, principal, excluded), specialize(right, principal, excluded)
-            )
+        case And(operands=operands):
+            return and_(*(specialize(x, principal, excluded) for x in operands))
+        case Or(operands=operands):
+            return or_(*(specialize(x, principal, excluded) for x in operands))
     return e
 
 
