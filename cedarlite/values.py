@@ -17,13 +17,21 @@ elements), so equality goes through :func:`cedar_eq` and sets key their elements
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .errors import EvaluationError
 
 I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
+
+MAX_VALUE_DEPTH = 128
+"""Input values (entity attributes and tags, request contexts, tool arguments, configurations)
+nest sets/arrays and records/objects at most this deep, as Rust's JSON reader allows; deeper
+input is refused with the boundary's own error."""
+
+MAX_VALUE_SIZE = 1_000_000
+"""Elements (array items and object entries, at every level) one input value may hold."""
 
 
 class EntityUID(NamedTuple):
@@ -78,7 +86,8 @@ def cedar_eq(a: Any, b: Any) -> bool:
 class CedarSet:
     """An immutable, unordered Cedar set (duplicates collapse by Cedar equality)."""
 
-    __slots__ = ("_hash", "_keys")
+    __slots__ = ("_depth", "_hash", "_keys")
+    _depth: int
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         self._keys = frozenset(_key(v) for v in items)
@@ -113,10 +122,15 @@ class CedarSet:
         return not self._keys.isdisjoint(other._keys)
 
     def __eq__(self, other: object) -> bool:
-        return other.__class__ is CedarSet and self._keys == other._keys
+        if other.__class__ is not CedarSet or len(self._keys) != len(other._keys):
+            return False
+        if nesting(self) > SHALLOW or nesting(other) > SHALLOW:
+            return _deep_equal(self, other)
+        return self._keys == other._keys
 
     def __hash__(self) -> int:
         if self._hash is None:
+            # The elements' hashes were taken when the frozenset was built: no recursion here.
             self._hash = hash(self._keys)
         return self._hash
 
@@ -127,18 +141,21 @@ class CedarSet:
 class Record(dict):
     """An immutable Cedar record: string keys to values. Compares by Cedar equality."""
 
-    # No __init__: dict's own (C) initializer builds records, the hash slot starts unset.
-    __slots__ = ("_hash",)
+    # No __init__: dict's own (C) initializer builds records, the cached slots start unset.
+    __slots__ = ("_depth", "_hash")
     _hash: int
+    _depth: int
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Record or len(self) != len(other):
             return False
+        if nesting(self) > SHALLOW or nesting(other) > SHALLOW:
+            return _deep_equal(self, other)
         for k, v in self.items():
             if k not in other:
                 return False
             w = other[k]
-            if v.__class__ is not w.__class__ or v != w:
+            if v is not w and (v.__class__ is not w.__class__ or v != w):
                 return False
         return True
 
@@ -149,9 +166,7 @@ class Record(dict):
         try:
             return self._hash
         except AttributeError:
-            # Cedar-equal values hash alike (`true` and `1` collide, which is allowed).
-            self._hash = hash(frozenset(dict.items(self)))
-            return self._hash
+            return _record_hash(self)
 
     def _readonly(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("cedarlite.Record is immutable")
@@ -168,6 +183,89 @@ class Record(dict):
 
 EMPTY_RECORD = Record()
 EMPTY_SET = CedarSet()
+
+
+# ---------------------------------------------------------------------------------------------
+# Deep values. Python compares and hashes nested sets and records recursively, which stops at a
+# few hundred levels; set and record literals may nest as deep as a policy does (see
+# cedarlite.parser.MAX_NESTING). Hashes are therefore built children first on an explicit
+# stack (and cached), and values nested deeper than SHALLOW are compared through canonical ids
+# numbered bottom-up, each distinct object once.
+
+SHALLOW = 64
+"""Sets and records nested at most this deep are compared the usual (fast, recursive) way."""
+
+
+def _containers(value: Any) -> Iterator[Any]:
+    """The sets and records directly inside a set or record."""
+    items = value._keys if value.__class__ is CedarSet else dict.values(value)
+    return (v for v in items if v.__class__ is Record or v.__class__ is CedarSet)
+
+
+def _bottom_up(root: Any, done: Callable[[Any], bool], finish: Callable[[Any], None]) -> None:
+    """Call ``finish`` on every set or record in ``root`` not ``done`` yet, children first."""
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if ready:
+            finish(node)
+        elif not done(node):
+            stack.append((node, True))
+            stack.extend((c, False) for c in _containers(node) if not done(c))
+
+
+def nesting(value: Any) -> int:
+    """How many sets and records deep ``value`` is (0 for anything else); cached."""
+    if value.__class__ is not Record and value.__class__ is not CedarSet:
+        return 0
+    try:
+        return value._depth
+    except AttributeError:
+        pass
+
+    def finish(node: Any) -> None:
+        node._depth = 1 + max((c._depth for c in _containers(node)), default=0)
+
+    _bottom_up(value, lambda node: hasattr(node, "_depth"), finish)
+    return value._depth
+
+
+def _record_hash(record: Record) -> int:
+    """The hash of a record, its nested records hashed first (a set's elements are hashed when
+    it is built); Cedar-equal values hash alike (``true`` and ``1`` collide, which is fine)."""
+
+    def finish(node: Any) -> None:
+        if node.__class__ is Record:
+            node._hash = hash(frozenset(dict.items(node)))
+
+    _bottom_up(record, lambda node: node.__class__ is CedarSet or hasattr(node, "_hash"), finish)
+    return record._hash
+
+
+def _deep_equal(a: Any, b: Any) -> bool:
+    """Cedar equality of two sets or two records, however deep: each is given a canonical id,
+    equal for equal values, numbered bottom-up in one table (each distinct object once)."""
+    if hash(a) != hash(b):
+        return False
+    ids: dict[Any, int] = {}
+    by_object: dict[int, int] = {}
+
+    def item(value: Any) -> Any:
+        cls = value.__class__
+        if cls is Record or cls is CedarSet:
+            return by_object[id(value)]
+        return cls, value  # the class keeps `true` and `1` apart
+
+    def finish(node: Any) -> None:
+        if node.__class__ is CedarSet:
+            key: Any = ("set", frozenset(item(_unkey(k)) for k in node._keys))
+        else:
+            key = ("record", frozenset((k, item(v)) for k, v in dict.items(node)))
+        by_object[id(node)] = ids.setdefault(key, len(ids))
+
+    for root in (a, b):
+        _bottom_up(root, lambda node: id(node) in by_object, finish)
+    return by_object[id(a)] == by_object[id(b)]
 
 
 # ---------------------------------------------------------------------------------------------
