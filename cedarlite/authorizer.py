@@ -13,7 +13,13 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .ast import Effect, Policy, is_valid_type_name
-from .entities import Entities, JSONValueError, uid_from_json, value_from_json
+from .entities import (
+    Entities,
+    JSONValueError,
+    check_json_limits,
+    uid_from_json,
+    value_from_json,
+)
 from .errors import CedarliteError, EvaluationError, RequestError
 from .evaluator import Evaluator, Request
 from .parser import parse_entity_uid
@@ -164,6 +170,8 @@ def make_request(
         if not isinstance(context_json, Mapping):
             raise RequestError("request context must be a JSON object")
         context_json = dict(context_json)
+    if context_json:
+        check_json_limits(context_json, "request context", RequestError)
     if schema is not None:
         from .schema.conform import conform_request
 

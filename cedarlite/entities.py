@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .ast import is_action_type, is_valid_type_name
-from .errors import EntitiesError, EvaluationError
+from .errors import CedarliteError, EntitiesError, EvaluationError
 from .ext import from_extn_json
 from .values import (
     EMPTY_RECORD,
     I64_MAX,
     I64_MIN,
+    MAX_VALUE_DEPTH,
+    MAX_VALUE_SIZE,
     CedarSet,
     EntityUID,
     Record,
@@ -80,7 +82,8 @@ class Entities(Mapping[EntityUID, Entity]):
         for ent in entities:
             prev = by_uid.get(ent.uid)
             if prev is not None and prev != ent:
-                raise EntitiesError(f"duplicate entity `{ent.uid}` with different contents")
+                # Rust's message; like Rust, an identical repeat of an entity is accepted.
+                raise EntitiesError(f"duplicate entity entry `{ent.uid}`")
             by_uid[ent.uid] = ent
         self._base = _base
         self._by_uid = _close_ancestors(by_uid, _base)
@@ -268,6 +271,8 @@ def load_json(data: str | bytes, source: str | None, error: type[Exception]) -> 
         raise error(f"invalid JSON: duplicate key `{err.key}`", source=source) from None  # type: ignore[call-arg]
     except RecursionError:
         raise error("invalid JSON: nested too deeply", source=source) from None  # type: ignore[call-arg]
+    except ValueError:  # an integer with more digits than Python converts (4,300 by default)
+        raise error("invalid JSON: a number is too long", source=source) from None  # type: ignore[call-arg]
 
 
 class _DuplicateKey(Exception):
@@ -318,7 +323,7 @@ def value_from_json(obj: Any, where: str) -> Any:
         return obj
     if cls is int:
         if not I64_MIN <= obj <= I64_MAX:
-            raise JSONValueError(f"{where}: integer `{obj}` does not fit in 64 bits")
+            raise JSONValueError(f"{where}: integer `{preview(obj)}` does not fit in 64 bits")
         return obj
     if cls is list:
         return CedarSet(
@@ -412,6 +417,9 @@ def _entity_from_json(
                 raise JSONValueError(f"entity{where}: missing field `{key}`")
         uid = uid_from_json(item["uid"], f"entity{where}.uid", JSONValueError)
         label = f"`{uid}`"
+        for key in ("attrs", "tags"):  # the parts read recursively, schema or not
+            if key in item:
+                check_json_limits(item[key], f"{label}.{key}", JSONValueError)
         parents_json = item["parents"]
         if not isinstance(parents_json, list):
             raise JSONValueError(f"{label}.parents: expected a JSON array")
@@ -438,12 +446,113 @@ def _entity_from_json(
 
 
 def preview(obj: Any, limit: int = 60) -> str:
-    """A short JSON rendering of a value for error messages."""
+    """A short JSON rendering of a value for error messages.
+
+    The work is bounded by ``limit`` whatever ``obj`` is (a huge, deeply nested or
+    self-referencing structure, an integer too long to print): rendering stops as soon as the
+    text is long enough.
+    """
+    out: list[str] = []
+    length = 0
+    stack: list[Any] = [obj]
+    while stack and length <= limit:
+        top = stack.pop()
+        if top.__class__ is _Open:
+            piece = top.next_piece(stack)
+        else:
+            scalar = _scalar_text(top, limit)
+            piece = _Open.start(top, stack) if scalar is None else scalar
+        out.append(piece)
+        length += len(piece)
+    text = "".join(out)
+    return text if not stack and len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Open:
+    """An array or object being rendered by :func:`preview` (its items are pulled lazily)."""
+
+    __slots__ = ("close", "first", "items", "mapping")
+
+    def __init__(self, items: Iterator[Any], close: str, mapping: bool) -> None:
+        self.items, self.close, self.mapping, self.first = items, close, mapping, True
+
+    @classmethod
+    def start(cls, value: Any, stack: list[Any]) -> str:
+        if isinstance(value, Mapping):
+            stack.append(cls(iter(value.items()), "}", True))
+            return "{"
+        stack.append(cls(iter(value), "]", False))
+        return "["
+
+    def next_piece(self, stack: list[Any]) -> str:
+        try:
+            item = next(self.items)
+        except StopIteration:
+            return self.close
+        stack.append(self)
+        sep = "" if self.first else ", "
+        self.first = False
+        if self.mapping:
+            key, item = item
+            stack.append(item)
+            return f"{sep}{_scalar_text(key if isinstance(key, str) else str(key), 60)}: "
+        stack.append(item)
+        return sep
+
+
+def _scalar_text(value: Any, limit: int) -> str | None:
+    """JSON text of a scalar (``None`` for an array or object); strings are cut near ``limit``
+    and integers too long to print are described."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value[: limit + 1], ensure_ascii=False)
+    if isinstance(value, int):
+        return str(value) if value.bit_length() <= 256 else f"<{value.bit_length()}-bit integer>"
+    if isinstance(value, float):
+        return json.dumps(value)
+    if isinstance(value, Mapping | list | tuple | set | frozenset) and not hasattr(
+        value, "cedar_type"
+    ):
+        return None
     try:
-        text = json.dumps(obj, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(obj)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        text = repr(value)
+    except Exception:  # a foreign object's repr may fail any way: the message still renders
+        text = f"<{type(value).__name__}>"
+    return json.dumps(text[: limit + 1], ensure_ascii=False)
+
+
+def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> None:
+    """Refuse a JSON-like input (dicts, lists...) nested deeper than
+    :data:`~cedarlite.values.MAX_VALUE_DEPTH` or holding more than
+    :data:`~cedarlite.values.MAX_VALUE_SIZE` elements, before anything reads it: iterative,
+    level by level, linear, and it stops at the first level or element too many."""
+    size = 0
+    level = [value]
+    for depth in range(1, MAX_VALUE_DEPTH + 2):
+        below: list[Any] = []
+        for node in level:
+            cls = node.__class__
+            if cls is dict or (cls is not Record and isinstance(node, Mapping)):
+                items: Iterable[Any] = node.values()
+            elif cls is list or cls is tuple or cls is set or cls is frozenset:
+                items = node
+            else:
+                continue  # a scalar, or a Cedar value built by the caller
+            if depth > MAX_VALUE_DEPTH:
+                raise error(f"{where}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)")
+            size += len(node)
+            if size > MAX_VALUE_SIZE:
+                raise error(f"{where}: too large (more than {MAX_VALUE_SIZE:,} elements)")
+            below.extend(item for item in items if item.__class__ not in _JSON_SCALARS)
+        if not below:
+            return
+        level = below
+
+
+_JSON_SCALARS = frozenset({str, int, bool, float, type(None)})
 
 
 def json_kind(value: Any) -> str:

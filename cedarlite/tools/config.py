@@ -27,7 +27,7 @@ from pydantic import (
     WrapValidator,
 )
 
-from ..entities import load_json
+from ..entities import check_json_limits, load_json
 from ..errors import CedarliteError
 from ..schema.model import json_path_text
 from ..values import I64_MAX
@@ -285,6 +285,7 @@ def load_config(
         config = {}
     if not isinstance(config, Mapping):
         raise ConfigError(f"the tools configuration must be a JSON object, not `{_kind(config)}`")
+    check_json_limits(config, "the tools configuration", ConfigError)
     issues: tuple[ConfigIssue, ...] = ()
     try:
         model = ToolsConfig.model_validate(config)
