@@ -106,7 +106,9 @@ class Automaton:
                 punctuation.append(terminal)
         punctuation.sort(key=lambda t: -len(t.pattern.value))  # `::` before `:`
         # One match per token: the ignored text before it (whitespace, comments), then one
-        # named alternative per terminal (`lastgroup` names the terminal matched).
+        # named alternative per terminal (`lastgroup` names the terminal matched). The grammar's
+        # terminals are character runs and possessive repeats (see STRING in cedar.lark), and
+        # each match starts where the last token ended: lexing is linear in the text.
         skip = "|".join(r.pattern.to_regexp() for r in regexps if r.name in conf.ignore)
         tokens = [
             f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in regexps if t.name not in conf.ignore

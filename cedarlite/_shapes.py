@@ -32,14 +32,15 @@ from .values import I64_MAX, EntityUID
 MIN_POLICIES = 32
 """Texts with fewer policies go straight to the full parser (which also gives inner spans)."""
 
-_LEADING = re.compile(r"(?:\s+|//[^\n\r]*)*+")
-# One policy: anything up to a `;` that is not inside a string or a comment (possessive
-# quantifiers: no backtracking blow-up on text without a final `;`).
+# These run on whole policy files: possessive repeats and disjoint alternatives keep each one
+# linear, and `_split` matches them where the previous match ended, never from every position.
+_LEADING = re.compile(r"(?:\s++|//[^\n\r]*+)*+")
+# One policy: anything up to a `;` that is not inside a string or a comment.
 _POLICY = re.compile(r'(?:[^;"/]++|"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|/)*+;')
-_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*+"|\b[0-9]+\b')
-_LITERAL_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|\b[0-9]+\b')
+_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*+"|\b[0-9]++\b')
+_LITERAL_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|\b[0-9]++\b')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*+"')
-_INT = re.compile(r"\b[0-9]+\b")
+_INT = re.compile(r"\b[0-9]++\b")
 _PLACEHOLDER = re.compile('"\x00"|\x01')
 _SENTINEL = "\ue000"
 _INT_BASE = 10**17
@@ -79,9 +80,9 @@ def _split(text: str) -> list[tuple[int, int, str, list[str]]] | None:
     """
     out = []
     pos = 0
-    for m in _POLICY.finditer(text):
-        if m.start() != pos and text[pos : m.start()].strip():
-            return None  # something the policy regex cannot read: let the full parser say what
+    # Each policy is matched where the previous one ended (a search from every position would
+    # rescan the rest of the text from each one: quadratic on an unterminated literal).
+    while (m := _POLICY.match(text, pos)) is not None:
         chunk = m.group()
         if "//" in chunk:
             lits: list[str] = []
@@ -100,7 +101,7 @@ def _split(text: str) -> list[tuple[int, int, str, list[str]]] | None:
         out.append((m.start(), m.end(), " ".join(shape.split()), lits))
         pos = m.end()
     if _LEADING.match(text, pos).end() != len(text):  # type: ignore[union-attr]
-        return None
+        return None  # something the policy regex cannot read: let the full parser say what
     return out
 
 

@@ -557,8 +557,11 @@ def _check_depth(expr: Expr) -> None:
 # ---------------------------------------------------------------------------------------------
 # Entry points
 
+# Request uids come from callers: a `::`-joined path and a string literal written as runs of
+# plain characters between escapes, all possessive (linear; a bad uid fails at once).
 _UID_RE = re.compile(
-    r'([_a-zA-Z][_a-zA-Z0-9]*(?:::[_a-zA-Z][_a-zA-Z0-9]*)*)::("(?:[^"\\]|\\.)*")', re.S
+    r'([_a-zA-Z][_a-zA-Z0-9]*+(?:::[_a-zA-Z][_a-zA-Z0-9]*+)*+)::("[^"\\]*+(?:\\.[^"\\]*+)*+")',
+    re.S,
 )
 
 

@@ -74,6 +74,7 @@ WIDTH = 80
 """Line width the formatter aims for (as Cedar's formatter); longer atoms are left whole."""
 
 
+# A string literal or a comment, possessive and with disjoint alternatives: linear.
 _COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+')
 
 

@@ -325,7 +325,8 @@ class Schema:
 #: A place in a schema: a span of ``.cedarschema`` text, a JSON path, or unknown.
 Where = Span | tuple[str | int, ...] | None
 
-_PLAIN_SEGMENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*(::[_a-zA-Z][_a-zA-Z0-9]*)*")
+# Identifiers joined by `::` (disjoint from identifier characters), possessive: linear.
+_PLAIN_SEGMENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*+(?:::[_a-zA-Z][_a-zA-Z0-9]*+)*+")
 
 
 def json_path_text(path: Sequence[str | int]) -> str:

@@ -359,7 +359,7 @@ def _json_eq(a: Any, b: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Resource types and the Cedar schema of a catalog
 
-_IDENT_BAD = re.compile(r"[^A-Za-z0-9_]")
+_IDENT_BAD = re.compile(r"[^A-Za-z0-9_]")  # one character class: linear, no backtracking
 
 
 def _ident(name: str) -> str:
