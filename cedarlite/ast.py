@@ -136,7 +136,7 @@ class Expr:
         return self._hash or _hash_tree(self)
 
     def __repr__(self) -> str:
-        return fold_tree(self, _repr_node)
+        return _repr_tree(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _unflatten, (_flatten(self),)
@@ -342,7 +342,7 @@ def _fields(cls: type) -> tuple[str, ...]:
 
 
 class _Hole:
-    """Stands for a sub-expression in a node's flattened fields (see :func:`fold_tree`)."""
+    """Stands for a sub-expression in a node's flattened fields (see :func:`_flatten`)."""
 
     def __repr__(self) -> str:
         return "HOLE"
@@ -394,18 +394,6 @@ def _pop(stack: list[Any], count: int) -> Iterator[Any]:
     return iter(items)
 
 
-def fold_tree(root: Expr, combine: Callable[[Expr, tuple[Any, ...]], Any]) -> Any:
-    """Combine a tree bottom-up without recursion: ``combine(node, fields)`` gets the node's
-    field values (span excluded) with each sub-expression replaced by what ``combine``
-    returned for it."""
-    results: list[Any] = []
-    for node, count in postorder(root):
-        mine = _pop(results, count)
-        fields = tuple(_fill(_holes(getattr(node, n)), mine) for n in _fields(node.__class__))
-        results.append(combine(node, fields))
-    return results[0]
-
-
 def _hash_tree(root: Expr) -> int:
     """Hash every node of the tree not hashed yet, children first (each once: hashes are
     cached on the nodes)."""
@@ -422,23 +410,34 @@ def _hash_tree(root: Expr) -> int:
     return root._hash
 
 
-def _repr_node(node: Expr, fields: tuple[Any, ...]) -> str:
-    def show(value: Any) -> str:
-        if value.__class__ is _Repr:
-            return value
-        if value.__class__ is tuple:
-            inner = ", ".join(show(v) for v in value)
-            return f"({inner},)" if len(value) == 1 else f"({inner})"
-        return repr(value)
-
-    parts = ", ".join(
-        f"{name}={show(v)}" for name, v in zip(_fields(node.__class__), fields, strict=True)
-    )
-    return _Repr(f"{node.__class__.__name__}({parts})")
+class _Out(str):
+    """Text written as is by :func:`_repr_tree` (other values are written by their repr)."""
 
 
-class _Repr(str):
-    """The repr of a sub-expression (shown as is, not quoted)."""
+def _repr_tree(root: Expr) -> str:
+    """The dataclass-style repr of a tree, written top-down on an explicit stack: any depth,
+    in time linear in the text."""
+    out: list[str] = []
+    stack: list[Any] = [root]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is _Out:
+            out.append(item)
+        elif isinstance(item, Expr):
+            pieces: list[Any] = [_Out(f"{type(item).__name__}(")]
+            for i, name in enumerate(_fields(item.__class__)):
+                pieces += [_Out(f"{', ' if i else ''}{name}="), getattr(item, name)]
+            stack.append(_Out(")"))
+            stack.extend(reversed(pieces))
+        elif item.__class__ is tuple:
+            pieces = [_Out("(")]
+            for i, value in enumerate(item):
+                pieces += [_Out(", ") if i else _Out(""), value]
+            stack.append(_Out(",)" if len(item) == 1 else ")"))
+            stack.extend(reversed(pieces))
+        else:
+            out.append(repr(item))
+    return "".join(out)
 
 
 def _flatten(root: Expr) -> tuple[tuple[Any, ...], ...]:

@@ -573,7 +573,7 @@ def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
     m = _UID_RE.fullmatch(stripped)
     if m is None:
         raise ParseError(
-            f'`{text}` is not an entity uid; expected `Type::"id"`',
+            f'`{_clip(text)}` is not an entity uid; expected `Type::"id"`',
             span=Span.at(text, 0, len(text)),
             text=text,
             source=source,
@@ -582,7 +582,8 @@ def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
     type_name = m.group(1)
     if not is_valid_type_name(type_name):
         raise ParseError(
-            f"`{type_name}` is not a valid entity type name (reserved identifier or `__cedar`)",
+            f"`{_clip(type_name)}` is not a valid entity type name (reserved identifier or "
+            "`__cedar`)",
             span=Span.at(text, offset, offset + len(type_name)),
             text=text,
             source=source,

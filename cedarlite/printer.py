@@ -16,7 +16,7 @@ when { resource.owner == principal };
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .ast import (
     WILDCARD,
@@ -160,9 +160,8 @@ def print_policy(policy: Policy, *, width: int = WIDTH) -> str:
 def _condition(cond: Condition, width: int) -> str:
     head = f"{cond.kind.value} {{ "
     texts = _Texts(cond.body)
-    flat = texts.text(cond.body, _IF)
-    if len(head) + len(flat) + 2 <= width:
-        return f"{head}{flat} }}"
+    if len(head) + texts.length(cond.body, _IF) + 2 <= width:
+        return f"{head}{texts.text(cond.body, _IF)} }}"
     return f"{cond.kind.value} {{\n  {_layout(texts, cond.body, _IF, 2, width, 0)}\n}}"
 
 
@@ -173,9 +172,8 @@ MAX_LAYOUT_DEPTH = 32
 def _layout(texts: _Texts, e: Expr, needed: int, indent: int, width: int, depth: int) -> str:
     """``e`` as text starting at column ``indent``: flat if it fits, else broken at its
     top-level ``&&``/``||`` operands and set elements (continuation lines are indented)."""
-    flat = texts.text(e, needed)
-    if indent + len(flat) <= width or depth >= MAX_LAYOUT_DEPTH:
-        return flat
+    if indent + texts.length(e, needed) <= width or depth >= MAX_LAYOUT_DEPTH:
+        return texts.text(e, needed)
     match e:
         case And(operands=operands) | Or(operands=operands):
             op, level = ("&&", _AND) if isinstance(e, And) else ("||", _OR)
@@ -191,7 +189,7 @@ def _layout(texts: _Texts, e: Expr, needed: int, indent: int, width: int, depth:
         case Binary(op=BinOp.IN, left=left, right=SetLit(elements=elements)) if needed <= _REL:
             head = f"{texts.text(left, _ADD)} in "
             return head + _wrap_list([texts.text(x, _IF) for x in elements], indent, width)
-    return flat
+    return texts.text(e, needed)
 
 
 def _wrap_list(items: list[str], indent: int, width: int) -> str:
@@ -239,96 +237,135 @@ def _scope(scope: Scope, width: int = WIDTH) -> str:
 
 
 def print_expr(expr: Expr) -> str:
-    """Cedar text for an expression (any depth: printed bottom-up on an explicit stack)."""
+    """Cedar text for an expression (any depth, in time linear in the text)."""
     return _Texts(expr).text(expr, _IF)
 
 
-class _Texts:
-    """The text of every node of a tree, printed once, children before their parent.
+Part = str | tuple[Expr, int]
+"""A piece of a node's text: literal text, or an operand printed at a binding level."""
 
-    Each node's text is kept with its binding level, so a parent adds parentheses only where
-    precedence requires them.
+
+class _Texts:
+    """Prints the nodes of one tree without recursion, in time linear in the text.
+
+    Each node is described once by its *parts* (literal text and operands with the binding
+    level they need) and its own binding level; the flat length of every node is summed
+    bottom-up, so a layout decision never prints a sub-tree to measure it, and text is
+    emitted top-down on an explicit stack, parentheses added only where precedence requires.
     """
 
     def __init__(self, root: Expr) -> None:
-        self._done: dict[int, tuple[str, int]] = {}
+        self._shape: dict[int, tuple[int, list[Part]]] = {}
+        self._length: dict[int, int] = {}
         for node, _ in postorder(root):
-            self._done[id(node)] = self._print(node)
+            level, parts = self._parts(node)
+            self._shape[id(node)] = level, parts
+            self._length[id(node)] = sum(
+                len(p) if isinstance(p, str) else self.length(*p) for p in parts
+            )
+
+    def length(self, e: Expr, needed: int) -> int:
+        """The length of :meth:`text` for a node of the tree."""
+        own = self._length[id(e)]
+        return own + 2 if self._shape[id(e)][0] < needed else own
 
     def text(self, e: Expr, needed: int) -> str:
         """The text of ``e`` (a node of the tree), parenthesized if it binds looser than
         ``needed``."""
-        text, level = self._done[id(e)]
-        return f"({text})" if level < needed else text
+        out: list[str] = []
+        stack: list[Part] = [(e, needed)]
+        while stack:
+            part = stack.pop()
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            node, wanted = part
+            level, parts = self._shape[id(node)]
+            if level < wanted:
+                stack.append(")")
+            stack.extend(reversed(parts))
+            if level < wanted:
+                stack.append("(")
+        return "".join(out)
 
-    def _print(self, e: Expr) -> tuple[str, int]:
-        """The text and binding level of ``e``, its operands being printed already."""
-        t = self.text
+    def _parts(self, e: Expr) -> tuple[int, list[Part]]:
+        """The binding level of ``e`` and its parts."""
         match e:
             case Lit(value=value):
                 negative = value.__class__ is int and value < 0
-                return _literal(value), _UNARY if negative else _MEMBER
+                return (_UNARY if negative else _MEMBER), [_literal(value)]
             case Variable(var=var):
-                return var.value, _MEMBER
+                return _MEMBER, [var.value]
             case Slot(slot=slot):
-                return slot.value, _MEMBER
+                return _MEMBER, [slot.value]
             case If(cond=c, then_=then_, else_=else_):
-                return f"if {t(c, _IF)} then {t(then_, _IF)} else {t(else_, _IF)}", _IF
+                return _IF, ["if ", (c, _IF), " then ", (then_, _IF), " else ", (else_, _IF)]
             case Or(operands=operands):
-                rest = "".join(f" || {t(x, _AND)}" for x in operands[1:])
-                return t(operands[0], _OR) + rest, _OR
+                return _OR, _joined(operands, " || ", _OR, _AND)
             case And(operands=operands):
-                rest = "".join(f" && {t(x, _REL)}" for x in operands[1:])
-                return t(operands[0], _AND) + rest, _AND
+                return _AND, _joined(operands, " && ", _AND, _REL)
             case Arith(operands=operands, ops=ops):
                 level = _LEVEL[ops[0]]
-                rest = "".join(
-                    f" {op.value} {t(x, level + 1)}"
-                    for op, x in zip(ops, operands[1:], strict=True)
-                )
-                return t(operands[0], level) + rest, level
+                parts: list[Part] = [(operands[0], level)]
+                for op, x in zip(ops, operands[1:], strict=True):
+                    parts += [f" {op.value} ", (x, level + 1)]
+                return level, parts
             case Binary(op=op, left=left, right=right):
-                return f"{t(left, _ADD)} {op.value} {t(right, _ADD)}", _REL
+                return _REL, [(left, _ADD), f" {op.value} ", (right, _ADD)]
             case Has(expr=inner, path=path):
-                return f"{t(inner, _ADD)} has {_has_path(path)}", _REL
+                return _REL, [(inner, _ADD), f" has {_has_path(path)}"]
             case Like(expr=inner, pattern=pattern):
-                return f"{t(inner, _ADD)} like {_pattern(pattern)}", _REL
+                return _REL, [(inner, _ADD), f" like {_pattern(pattern)}"]
             case Is(expr=inner, entity_type=type_name, in_expr=None):
-                return f"{t(inner, _ADD)} is {type_name}", _REL
+                return _REL, [(inner, _ADD), f" is {type_name}"]
             case Is(expr=inner, entity_type=type_name, in_expr=Expr() as target):
-                return f"{t(inner, _ADD)} is {type_name} in {t(target, _ADD)}", _REL
+                return _REL, [(inner, _ADD), f" is {type_name} in ", (target, _ADD)]
             case Unary(op=op, arg=arg):
-                return self._unary(op, arg), _UNARY
+                return _UNARY, _unary(op, arg)
             case GetAttr(expr=inner, attr=attr):
                 access = f".{attr}" if _is_name(attr) else f"[{quote_string(attr)}]"
-                return t(inner, _MEMBER) + access, _MEMBER
+                return _MEMBER, [(inner, _MEMBER), access]
             case MethodCall(receiver=receiver, name=name, args=args):
-                return f"{t(receiver, _MEMBER)}.{name}({self._args(args)})", _MEMBER
+                return _MEMBER, [(receiver, _MEMBER), f".{name}(", *_listed(args), ")"]
             case Call(name=name, args=args):
-                return f"{name}({self._args(args)})", _MEMBER
+                return _MEMBER, [f"{name}(", *_listed(args), ")"]
             case SetLit(elements=elements):
-                return f"[{self._args(elements)}]", _MEMBER
+                return _MEMBER, ["[", *_listed(elements), "]"]
             case RecordLit(entries=entries):
-                body = ", ".join(f"{_key(k)}: {t(v, _IF)}" for k, v in entries)
-                return "{" + body + "}", _MEMBER
+                record: list[Part] = ["{"]
+                for i, (key, item) in enumerate(entries):
+                    record += [", " if i else "", f"{_key(key)}: ", (item, _IF)]
+                return _MEMBER, [*record, "}"]
         raise TypeError(f"not an expression node: {type(e).__name__}")
 
-    def _unary(self, op: UnaryOp, arg: Expr) -> str:
-        """``!``/``-`` runs of at most four; a literal under ``-`` keeps its parentheses."""
-        count = 1
-        while isinstance(arg, Unary) and arg.op is op and count < 4:
-            count += 1
-            arg = arg.arg
-        if op is UnaryOp.NEG and isinstance(arg, Lit) and arg.value.__class__ is int:
-            inner = f"({_literal(arg.value)})"  # `-5` would parse as the literal -5
-        elif isinstance(arg, Unary):
-            inner = self.text(arg, _MEMBER + 1)  # `!-x` and five `!` in a row do not parse
-        else:
-            inner = self.text(arg, _MEMBER)
-        return op.value * count + inner
 
-    def _args(self, args: Iterable[Expr]) -> str:
-        return ", ".join(self.text(a, _IF) for a in args)
+def _joined(operands: Sequence[Expr], sep: str, first: int, rest: int) -> list[Part]:
+    """``a sep b sep c``: the first operand at level ``first``, the others at ``rest``."""
+    parts: list[Part] = [(operands[0], first)]
+    for x in operands[1:]:
+        parts += [sep, (x, rest)]
+    return parts
+
+
+def _listed(items: Sequence[Expr]) -> list[Part]:
+    """Comma-separated operands (call arguments, set elements), each at the loosest level."""
+    parts: list[Part] = []
+    for i, x in enumerate(items):
+        parts += [", " if i else "", (x, _IF)]
+    return parts
+
+
+def _unary(op: UnaryOp, arg: Expr) -> list[Part]:
+    """``!``/``-`` runs of at most four; a literal under ``-`` keeps its parentheses."""
+    count = 1
+    while isinstance(arg, Unary) and arg.op is op and count < 4:
+        count += 1
+        arg = arg.arg
+    if op is UnaryOp.NEG and isinstance(arg, Lit) and arg.value.__class__ is int:
+        return [op.value * count, f"({_literal(arg.value)})"]  # `-5` would be the literal -5
+    if isinstance(arg, Unary):
+        return [op.value * count, (arg, _MEMBER + 1)]  # `!-x`, five `!`: parenthesized
+    return [op.value * count, (arg, _MEMBER)]
 
 
 def _is_name(name: str) -> bool:
