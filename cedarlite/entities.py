@@ -326,6 +326,9 @@ def value_from_json(obj: Any, where: str) -> Any:
             raise JSONValueError(f"{where}: integer `{preview(obj)}` does not fit in 64 bits")
         return obj
     if cls is list:
+        kinds = set(map(type, obj))  # a set of strings or of longs is built at C speed
+        if kinds == _STRINGS or (kinds == _INTS and min(obj) >= I64_MIN and max(obj) <= I64_MAX):
+            return CedarSet.of_keys(frozenset(obj))
         return CedarSet(
             v if _is_scalar(v) else value_from_json(v, f"{where}[{i}]") for i, v in enumerate(obj)
         )
@@ -363,6 +366,10 @@ def value_from_json(obj: Any, where: str) -> Any:
     if isinstance(obj, Mapping):
         return value_from_json(dict(obj), where)
     raise JSONValueError(f"{where}: `{preview(obj)}` is not a Cedar value")
+
+
+_STRINGS: frozenset[type] = frozenset({str})
+_INTS: frozenset[type] = frozenset({int})
 
 
 def _is_scalar(v: Any) -> bool:
@@ -546,7 +553,8 @@ def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> No
             size += len(node)
             if size > MAX_VALUE_SIZE:
                 raise error(f"{where}: too large (more than {MAX_VALUE_SIZE:,} elements)")
-            below.extend(item for item in items if item.__class__ not in _JSON_SCALARS)
+            if not _JSON_SCALARS.issuperset(map(type, items)):  # (at C speed when all scalars)
+                below.extend(item for item in items if item.__class__ not in _JSON_SCALARS)
         if not below:
             return
         level = below

@@ -94,7 +94,8 @@ class CedarSet:
         self._hash: int | None = None
 
     @classmethod
-    def _from_keys(cls, keys: frozenset[Any]) -> CedarSet:
+    def of_keys(cls, keys: frozenset[Any]) -> CedarSet:
+        """A set from a frozenset of strings, longs and other non-bool values, taken as is."""
         s = cls.__new__(cls)
         s._keys = keys
         s._hash = None
