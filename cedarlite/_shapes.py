@@ -33,13 +33,15 @@ MIN_POLICIES = 32
 """Texts with fewer policies go straight to the full parser (which also gives inner spans)."""
 
 # These run on whole policy files: possessive repeats and disjoint alternatives keep each one
-# linear, and `_split` matches them where the previous match ended, never from every position.
+# linear (a string literal is runs of plain characters between escapes, not an alternation
+# per character), and `_split` matches where the previous match ended, never from every
+# position.
 _LEADING = re.compile(r"(?:\s++|//[^\n\r]*+)*+")
 # One policy: anything up to a `;` that is not inside a string or a comment.
-_POLICY = re.compile(r'(?:[^;"/]++|"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|/)*+;')
-_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*+"|\b[0-9]++\b')
-_LITERAL_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|\b[0-9]++\b')
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"')
+_POLICY = re.compile(r'(?:[^;"/]++|"[^"\\]*+(?:\\.[^"\\]*+)*+"|//[^\n\r]*+|/)*+;')
+_LITERAL = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|\b[0-9]++\b')
+_LITERAL_OR_COMMENT = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|//[^\n\r]*+|\b[0-9]++\b')
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
 _INT = re.compile(r"\b[0-9]++\b")
 _PLACEHOLDER = re.compile('"\x00"|\x01')
 _SENTINEL = "\ue000"
@@ -72,37 +74,41 @@ def _hole_of_int(v: int) -> tuple[int, bool] | None:
 # Splitting
 
 
-def _split(text: str) -> list[tuple[int, int, str, list[str]]] | None:
-    """``(start, end, shape, literal tokens)`` per policy, or None when the text is odd.
-
-    The shape is the policy text with comments dropped, each string literal replaced by
-    ``"\\x00"``, each integer literal by ``\\x01``, and whitespace runs collapsed.
-    """
+def _split(text: str) -> list[tuple[int, int]] | None:
+    """``(start, end)`` of each policy, or None when the text is odd."""
     out = []
     pos = 0
     # Each policy is matched where the previous one ended (a search from every position would
     # rescan the rest of the text from each one: quadratic on an unterminated literal).
     while (m := _POLICY.match(text, pos)) is not None:
-        chunk = m.group()
-        if "//" in chunk:
-            lits: list[str] = []
-
-            def keep(lit: re.Match[str], lits: list[str] = lits) -> str:
-                tok = lit.group()
-                if tok[0] == "/":
-                    return " "
-                lits.append(tok)
-                return '"\x00"' if tok[0] == '"' else "\x01"
-
-            shape = _LITERAL_OR_COMMENT.sub(keep, chunk)
-        else:
-            lits = _LITERAL.findall(chunk)
-            shape = _INT.sub("\x01", _STRING.sub('"\x00"', chunk))
-        out.append((m.start(), m.end(), " ".join(shape.split()), lits))
+        out.append(m.span())
         pos = m.end()
     if _LEADING.match(text, pos).end() != len(text):  # type: ignore[union-attr]
         return None  # something the policy regex cannot read: let the full parser say what
     return out
+
+
+def _shape(chunk: str) -> tuple[str, list[str]]:
+    """The shape of one policy's text and its literal tokens.
+
+    The shape is the policy text with comments dropped, each string literal replaced by
+    ``"\\x00"``, each integer literal by ``\\x01``, and whitespace runs collapsed.
+    """
+    if "//" in chunk:
+        lits: list[str] = []
+
+        def keep(lit: re.Match[str]) -> str:
+            tok = lit.group()
+            if tok[0] == "/":
+                return " "
+            lits.append(tok)
+            return '"\x00"' if tok[0] == '"' else "\x01"
+
+        shape = _LITERAL_OR_COMMENT.sub(keep, chunk)
+    else:
+        lits = _LITERAL.findall(chunk)
+        shape = _INT.sub("\x01", _STRING.sub('"\x00"', chunk))
+    return " ".join(shape.split()), lits
 
 
 def _canonical(shape: str) -> str:
@@ -315,7 +321,8 @@ def parse_fast(text: str, source: str | None = None, *, strict: bool = False) ->
     out: list[Policy] = []
     line, line_pos = 1, 0
     try:
-        for i, (start, end, shape, lits) in enumerate(chunks):
+        for i, (start, end) in enumerate(chunks):
+            shape, lits = _shape(text[start:end])
             builder = _template_for(shape, strict)
             if builder is None:
                 raise _Fallback

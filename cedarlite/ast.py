@@ -372,9 +372,9 @@ def _fill(value: Any, results: Iterator[Any]) -> Any:
     return value
 
 
-def postorder(root: Expr) -> Iterator[tuple[Expr, int]]:
-    """Every node of the tree with its number of direct sub-expressions, children before their
-    parent, left to right (iterative: any depth is fine)."""
+def postorder(root: Expr) -> Iterator[Expr]:
+    """Every node of the tree, children before their parent, left to right (iterative: any
+    depth is fine)."""
     stack: list[tuple[Expr, tuple[Expr, ...] | None]] = [(root, None)]
     while stack:
         node, kids = stack.pop()
@@ -384,7 +384,7 @@ def postorder(root: Expr) -> Iterator[tuple[Expr, int]]:
                 stack.append((node, kids))
                 stack.extend((kid, None) for kid in reversed(kids))
                 continue
-        yield node, len(kids)
+        yield node
 
 
 def _pop(stack: list[Any], count: int) -> Iterator[Any]:
@@ -448,7 +448,7 @@ def _flatten(root: Expr) -> tuple[tuple[Any, ...], ...]:
             tuple(_holes(getattr(node, n)) for n in _fields(node.__class__)),
             node.span,
         )
-        for node, _ in postorder(root)
+        for node in postorder(root)
     )
 
 

@@ -74,8 +74,9 @@ WIDTH = 80
 """Line width the formatter aims for (as Cedar's formatter); longer atoms are left whole."""
 
 
-# A string literal or a comment, possessive and with disjoint alternatives: linear.
-_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+')
+# A string literal (runs of plain characters between escapes) or a comment, possessive and
+# with disjoint alternatives: linear.
+_COMMENT = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|//[^\n\r]*+')
 
 
 def format_text(text: str, source: str | None = None, *, width: int = WIDTH) -> str:
@@ -257,7 +258,7 @@ class _Texts:
     def __init__(self, root: Expr) -> None:
         self._shape: dict[int, tuple[int, list[Part]]] = {}
         self._length: dict[int, int] = {}
-        for node, _ in postorder(root):
+        for node in postorder(root):
             level, parts = self._parts(node)
             self._shape[id(node)] = level, parts
             self._length[id(node)] = sum(

@@ -37,7 +37,7 @@ _DENY = Response(Decision.DENY)
 DECISION_CACHE_SIZE = 4096
 """Entries of each compiled policy set's decision cache (LRU)."""
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Version of the pickled state; bumped whenever the compiled representation changes."""
 
 

@@ -144,7 +144,7 @@ def foldable_nodes(root: Expr) -> set[int]:
     """The ids of the nodes of ``root`` with no variable, slot or entity-store read anywhere
     in them (their value is a constant, or a constant error)."""
     out: set[int] = set()
-    for node in (n for n, _ in postorder(root)):
+    for node in postorder(root):
         if not _reads_request(node) and all(id(c) in out for c in children(node)):
             out.add(id(node))
     return out
