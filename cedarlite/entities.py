@@ -502,7 +502,7 @@ class _Open:
         if self.mapping:
             key, item = item
             stack.append(item)
-            return f"{sep}{_scalar_text(key if isinstance(key, str) else str(key), 60)}: "
+            return f"{sep}{_scalar_text(key, 60) or '<key>'}: "
         stack.append(item)
         return sep
 

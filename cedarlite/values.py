@@ -86,8 +86,7 @@ def cedar_eq(a: Any, b: Any) -> bool:
 class CedarSet:
     """An immutable, unordered Cedar set (duplicates collapse by Cedar equality)."""
 
-    __slots__ = ("_depth", "_hash", "_keys")
-    _depth: int
+    __slots__ = ("_hash", "_keys")
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         self._keys = frozenset(_key(v) for v in items)
@@ -123,11 +122,7 @@ class CedarSet:
         return not self._keys.isdisjoint(other._keys)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not CedarSet or len(self._keys) != len(other._keys):
-            return False
-        if nesting(self) > SHALLOW or nesting(other) > SHALLOW:
-            return _deep_equal(self, other)
-        return self._keys == other._keys
+        return other.__class__ is CedarSet and _equal(self, other)
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -142,23 +137,12 @@ class CedarSet:
 class Record(dict):
     """An immutable Cedar record: string keys to values. Compares by Cedar equality."""
 
-    # No __init__: dict's own (C) initializer builds records, the cached slots start unset.
-    __slots__ = ("_depth", "_hash")
+    # No __init__: dict's own (C) initializer builds records, the hash slot starts unset.
+    __slots__ = ("_hash",)
     _hash: int
-    _depth: int
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Record or len(self) != len(other):
-            return False
-        if nesting(self) > SHALLOW or nesting(other) > SHALLOW:
-            return _deep_equal(self, other)
-        for k, v in self.items():
-            if k not in other:
-                return False
-            w = other[k]
-            if v is not w and (v.__class__ is not w.__class__ or v != w):
-                return False
-        return True
+        return other.__class__ is Record and _equal(self, other)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -187,14 +171,14 @@ EMPTY_SET = CedarSet()
 
 
 # ---------------------------------------------------------------------------------------------
-# Deep values. Python compares and hashes nested sets and records recursively, which stops at a
-# few hundred levels; set and record literals may nest as deep as a policy does (see
-# cedarlite.parser.MAX_NESTING). Hashes are therefore built children first on an explicit
-# stack (and cached), and values nested deeper than SHALLOW are compared through canonical ids
-# numbered bottom-up, each distinct object once.
+# Equality and hashing of sets and records, at any depth. Python compares and hashes nested
+# containers recursively, which stops at a few hundred levels, and set and record literals may
+# nest as deep as a policy does (see cedarlite.parser.MAX_NESTING). Here record hashes are
+# built children first on an explicit stack (and cached), and equality walks pairs of values
+# on an explicit stack, matching a set's nested elements through their (cached) hashes.
 
-SHALLOW = 64
-"""Sets and records nested at most this deep are compared the usual (fast, recursive) way."""
+_CONTAINERS = (Record, CedarSet)
+_SCALAR_KEYS = frozenset({str, int, EntityUID, _BoolKey})
 
 
 def _containers(value: Any) -> Iterator[Any]:
@@ -215,22 +199,6 @@ def _bottom_up(root: Any, done: Callable[[Any], bool], finish: Callable[[Any], N
             stack.extend((c, False) for c in _containers(node) if not done(c))
 
 
-def nesting(value: Any) -> int:
-    """How many sets and records deep ``value`` is (0 for anything else); cached."""
-    if value.__class__ is not Record and value.__class__ is not CedarSet:
-        return 0
-    try:
-        return value._depth
-    except AttributeError:
-        pass
-
-    def finish(node: Any) -> None:
-        node._depth = 1 + max((c._depth for c in _containers(node)), default=0)
-
-    _bottom_up(value, lambda node: hasattr(node, "_depth"), finish)
-    return value._depth
-
-
 def _record_hash(record: Record) -> int:
     """The hash of a record, its nested records hashed first (a set's elements are hashed when
     it is built); Cedar-equal values hash alike (``true`` and ``1`` collide, which is fine)."""
@@ -243,11 +211,78 @@ def _record_hash(record: Record) -> int:
     return record._hash
 
 
-def _deep_equal(a: Any, b: Any) -> bool:
-    """Cedar equality of two sets or two records, however deep: each is given a canonical id,
-    equal for equal values, numbered bottom-up in one table (each distinct object once)."""
-    if hash(a) != hash(b):
+def _equal(a: Any, b: Any) -> bool:
+    """Cedar equality of two sets or two records (same class), without recursion. Each pair of
+    nested values is compared once, so values sharing sub-values cost their distinct parts."""
+    stack = [(a, b)]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        x, y = stack.pop()
+        if x is y or (id(x), id(y)) in seen:
+            continue
+        seen.add((id(x), id(y)))
+        cls = x.__class__
+        if cls is not y.__class__:
+            return False
+        if cls is Record:
+            if len(x) != len(y):
+                return False
+            for key, v in dict.items(x):
+                w = dict.get(y, key, _ABSENT)
+                if v is w:
+                    continue
+                if v.__class__ is not w.__class__:
+                    return False
+                if v.__class__ is Record or v.__class__ is CedarSet:
+                    stack.append((v, w))
+                elif v != w:
+                    return False
+        elif cls is CedarSet:
+            if not _pair_elements(x._keys, y._keys, stack):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+_ABSENT: Any = object()
+
+
+def _pair_elements(xs: frozenset[Any], ys: frozenset[Any], stack: list[Any]) -> bool:
+    """Whether two sets' elements can be equal: scalars are compared at once, each nested set
+    or record is paired (onto ``stack``) with the element of the other set of the same hash."""
+    if len(xs) != len(ys) or hash(xs) != hash(ys):
         return False
+    if _SCALAR_KEYS.issuperset(map(type, xs)):
+        return xs == ys  # no set or record inside: no recursion
+    by_hash: dict[int, list[Any]] = {}
+    for e in ys:
+        by_hash.setdefault(hash(e), []).append(e)
+    for e in xs:
+        bucket = by_hash.get(hash(e))
+        if not bucket:
+            return False
+        if len(bucket) == 1:
+            match = bucket.pop()
+        else:  # distinct elements with one hash: settle it exactly (rare)
+            match = next((c for c in bucket if _same_by_ids(e, c)), _ABSENT)
+            if match is _ABSENT:
+                return False
+            bucket.remove(match)
+        if e.__class__ is not match.__class__:
+            return False
+        if e.__class__ is Record or e.__class__ is CedarSet:
+            stack.append((e, match))
+        elif e != match:
+            return False
+    return True
+
+
+def _same_by_ids(a: Any, b: Any) -> bool:
+    """Cedar equality of any two values through canonical ids numbered bottom-up in one table
+    (each distinct object once): exact and non-recursive, for hash collisions."""
+    if not isinstance(a, _CONTAINERS) or not isinstance(b, _CONTAINERS):
+        return a.__class__ is b.__class__ and a == b
     ids: dict[Any, int] = {}
     by_object: dict[int, int] = {}
 
