@@ -28,6 +28,7 @@ from typing import Any
 import cedarlite
 from cedarlite.authorizer import make_request
 from cedarlite.compiler import compiled
+from cedarlite.compiler.codegen import _make_factory
 
 try:
     import cedarpy
@@ -122,6 +123,7 @@ def cedarlite_runner(case: Case) -> Callable[[], str]:
     if case.load:
 
         def load() -> str:
+            _make_factory.cache_clear()  # cold: no condition code compiled by an earlier load
             try:
                 ps = cedarlite.PolicySet.from_str(case.text)
                 compiled(ps)
