@@ -170,11 +170,11 @@ def make_request(
         if not isinstance(context_json, Mapping):
             raise RequestError("request context must be a JSON object")
         context_json = dict(context_json)
-    if context_json:
-        check_json_limits(context_json, "request context", RequestError)
     if schema is not None:
         from .schema.conform import conform_request
 
+        if context_json:  # (the schema-less reading below checks the limits as it goes)
+            check_json_limits(context_json, "request context", RequestError)
         req = Request(*uids, EMPTY_RECORD)
         return conform_request(req, context_json or {}, schema, validate=validate)
     if not context_json:

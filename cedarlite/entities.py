@@ -312,11 +312,14 @@ def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) 
     return EntityUID(type_name, id_)
 
 
-def value_from_json(obj: Any, where: str) -> Any:
+def value_from_json(obj: Any, where: str, limits: _Limits | None = None, depth: int = 1) -> Any:
     """A Cedar value from its JSON form, without a schema (``__entity``/``__extn`` escapes).
 
-    Raises :class:`EvaluationError`-free :class:`EntitiesError`-style ``ValueError`` subclasses
-    through :func:`_value_error`; callers wrap the message with their own error class.
+    Raises :class:`JSONValueError` (callers re-word it with their own error class), also for
+    input nested deeper than :data:`~cedarlite.values.MAX_VALUE_DEPTH` or holding more than
+    :data:`~cedarlite.values.MAX_VALUE_SIZE` elements: ``limits`` carries what is left of the
+    size for one whole input value (its first container starts it), ``depth`` is the nesting of
+    ``obj`` in it.
     """
     cls = obj.__class__
     if cls is bool or cls is str:
@@ -326,13 +329,16 @@ def value_from_json(obj: Any, where: str) -> Any:
             raise JSONValueError(f"{where}: integer `{preview(obj)}` does not fit in 64 bits")
         return obj
     if cls is list:
+        limits = _Limits.enter(limits, where, obj, depth)
         kinds = set(map(type, obj))  # a set of strings or of longs is built at C speed
         if kinds == _STRINGS or (kinds == _INTS and min(obj) >= I64_MIN and max(obj) <= I64_MAX):
             return CedarSet.of_keys(frozenset(obj))
         return CedarSet(
-            v if _is_scalar(v) else value_from_json(v, f"{where}[{i}]") for i, v in enumerate(obj)
+            v if _is_scalar(v) else value_from_json(v, f"{where}[{i}]", limits, depth + 1)
+            for i, v in enumerate(obj)
         )
     if cls is dict:
+        limits = _Limits.enter(limits, where, obj, depth)
         if len(obj) == 1:
             ((key, inner),) = obj.items()
             # Like Rust's untagged `CedarValueJson`: an escape whose payload does not have the
@@ -344,14 +350,14 @@ def value_from_json(obj: Any, where: str) -> Any:
                 and _has_shape(inner, fn=str)
                 and ("arg" in inner or isinstance(inner.get("args"), list))
             ):
-                return _extn_from_json(inner, where)
+                return _extn_from_json(inner, where, limits, depth)
             if key == "__expr" and inner.__class__ is str:
                 raise JSONValueError(f"{where}: the `__expr` escape is no longer supported")
         return Record(
             {
                 k: v
                 if (c := v.__class__) is str or c is bool or (c is int and I64_MIN <= v <= I64_MAX)
-                else value_from_json(v, f"{where}.{k}")
+                else value_from_json(v, f"{where}.{_clip(k)}", limits, depth + 1)
                 for k, v in obj.items()
             }
         )
@@ -362,10 +368,41 @@ def value_from_json(obj: Any, where: str) -> Any:
     if cls is EntityUID or cls is CedarSet or cls is Record or hasattr(obj, "cedar_type"):
         return obj  # already a Cedar value (Python callers)
     if isinstance(obj, tuple | set | frozenset):
-        return value_from_json(list(obj), where)
+        return value_from_json(list(obj), where, limits, depth)
     if isinstance(obj, Mapping):
-        return value_from_json(dict(obj), where)
+        return value_from_json(dict(obj), where, limits, depth)
     raise JSONValueError(f"{where}: `{preview(obj)}` is not a Cedar value")
+
+
+class _Limits:
+    """What is left of :data:`~cedarlite.values.MAX_VALUE_SIZE` while one input value is
+    read, and the name of that value for the errors."""
+
+    __slots__ = ("left", "root")
+
+    def __init__(self, root: str) -> None:
+        self.root, self.left = root, MAX_VALUE_SIZE
+
+    @classmethod
+    def enter(cls, limits: _Limits | None, where: str, container: Any, depth: int) -> _Limits:
+        """Account for one container at ``depth`` (the first one starts the budget)."""
+        if limits is None:
+            limits = cls(where)
+        if depth > MAX_VALUE_DEPTH:
+            raise JSONValueError(
+                f"{limits.root}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)"
+            )
+        limits.left -= len(container)
+        if limits.left < 0:
+            raise JSONValueError(
+                f"{limits.root}: too large (more than {MAX_VALUE_SIZE:,} elements)"
+            )
+        return limits
+
+
+def _clip(key: str, limit: int = 40) -> str:
+    """A key of a path in a message, shortened (paths are built for every nested value)."""
+    return key if len(key) <= limit else f"{key[: limit - 3]}..."
 
 
 _STRINGS: frozenset[type] = frozenset({str})
@@ -389,15 +426,16 @@ class JSONValueError(EntitiesError):
     """A JSON value that does not denote a Cedar value."""
 
 
-def _extn_from_json(inner: Any, where: str) -> Any:
+def _extn_from_json(inner: Any, where: str, limits: _Limits | None = None, depth: int = 1) -> Any:
     if not isinstance(inner, dict) or "fn" not in inner or not isinstance(inner["fn"], str):
         raise JSONValueError(f'{where}: `__extn` must be `{{"fn": ..., "arg": ...}}`')
     if "args" in inner and isinstance(inner["args"], list):
         args = [
-            value_from_json(a, f"{where}.__extn.args[{i}]") for i, a in enumerate(inner["args"])
+            value_from_json(a, f"{where}.__extn.args[{i}]", limits, depth + 2)
+            for i, a in enumerate(inner["args"])
         ]
     elif "arg" in inner:
-        args = [value_from_json(inner["arg"], f"{where}.__extn.arg")]
+        args = [value_from_json(inner["arg"], f"{where}.__extn.arg", limits, depth + 1)]
     else:
         raise JSONValueError(f"{where}: `__extn` needs an `arg` or `args`")
     try:
@@ -409,7 +447,8 @@ def _extn_from_json(inner: Any, where: str) -> Any:
 def _record_from_json(obj: Any, where: str) -> Record:
     if not isinstance(obj, dict):
         raise JSONValueError(f"{where}: expected a JSON object, got `{preview(obj)}`")
-    return Record({k: value_from_json(v, f"{where}.{k}") for k, v in obj.items()})
+    limits = _Limits.enter(None, where, obj, 1)
+    return Record({k: value_from_json(v, f"{where}.{_clip(k)}", limits, 2) for k, v in obj.items()})
 
 
 def _entity_from_json(
@@ -424,9 +463,6 @@ def _entity_from_json(
                 raise JSONValueError(f"entity{where}: missing field `{key}`")
         uid = uid_from_json(item["uid"], f"entity{where}.uid", JSONValueError)
         label = f"`{uid}`"
-        for key in ("attrs", "tags"):  # the parts read recursively, schema or not
-            if key in item:
-                check_json_limits(item[key], f"{label}.{key}", JSONValueError)
         parents_json = item["parents"]
         if not isinstance(parents_json, list):
             raise JSONValueError(f"{label}.parents: expected a JSON array")
@@ -442,6 +478,9 @@ def _entity_from_json(
         if schema is not None:
             from .schema.conform import conform_entity
 
+            for key in ("attrs", "tags"):  # read recursively by the schema's types
+                if key in item:
+                    check_json_limits(item[key], f"{label}.{key}", JSONValueError)
             return conform_entity(uid, item, parents, schema)
         attrs = _record_from_json(item["attrs"], f"{label}.attrs")
         # `tags` is optional, but when present it must be an object (`null` and `[]` are errors).
