@@ -173,9 +173,13 @@ class Evaluator:
                     if ops.expect_bool((yield operand)):
                         return True
                 return False
-            case If(cond=cond, then_=then_, else_=else_):
-                branch = then_ if ops.expect_bool((yield cond)) else else_
-                return (yield branch)
+            case If():
+                # A branch is in tail position: `if` cascades (`else if ...`, `then if ...`)
+                # are followed in this one step, however long.
+                node: Expr = e
+                while isinstance(node, If):
+                    node = node.then_ if ops.expect_bool((yield node.cond)) else node.else_
+                return (yield node)
             case Unary(op=UnaryOp.NOT, arg=arg):
                 return ops.not_((yield arg))
             case Unary(op=UnaryOp.NEG, arg=arg):

@@ -151,7 +151,10 @@ class Record(dict):
         try:
             return self._hash
         except AttributeError:
-            return _record_hash(self)
+            if any(v.__class__ is Record for v in dict.values(self)):
+                return _record_hash(self)  # nested records are hashed first, without recursion
+            self._hash = hash(frozenset(dict.items(self)))
+            return self._hash
 
     def _readonly(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("cedarlite.Record is immutable")
