@@ -365,6 +365,14 @@ def test_far_past_the_limit_is_a_parse_error(deep: str) -> None:
     assert info.value.line == 1 and info.value.column is not None
 
 
+def test_error_snippets_of_long_lines_are_windows() -> None:
+    text = when(nest("(", "1 +", ")", 3000))  # one line of about 15,000 characters
+    with pytest.raises(ParseError) as info:
+        PolicySet.from_str(text)
+    rendered = str(info.value)
+    assert len(rendered) < 400 and "..." in rendered and rendered.count("\n") == 2
+
+
 def test_redundant_parentheses_are_accepted_up_to_the_parser_guard() -> None:
     assert decide(when(nest("(", "true", ")", 5000))) == ("Allow", ())
 
