@@ -78,7 +78,8 @@ def json_span(text: str, path: Sequence[str | int], *, key: bool = False) -> Spa
                 return None  # a scalar document: nothing inside it
 
 
-_PLAIN_SEGMENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*(::[_a-zA-Z][_a-zA-Z0-9]*)*")
+# Identifiers joined by `::` (disjoint from identifier characters), possessive: linear.
+_PLAIN_SEGMENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*+(?:::[_a-zA-Z][_a-zA-Z0-9]*+)*+")
 
 
 def json_path_text(path: Sequence[str | int]) -> str:

@@ -128,6 +128,14 @@ class UnexpectedToken(Exception):
         self.token, self.expected = token, expected
 
 
+class TooDeep(Exception):
+    """The input nests deeper than the parser was allowed to go; ``token`` is where."""
+
+    def __init__(self, token: Tok) -> None:
+        super().__init__(token)
+        self.token = token
+
+
 class Automaton:
     """Runs the LALR automaton of a Lark parser built with ``parser="lalr"`` and a transformer."""
 
@@ -147,7 +155,9 @@ class Automaton:
                 punctuation.append(terminal)
         punctuation.sort(key=lambda t: -len(t.pattern.value))  # `::` before `:`
         # One match per token: the ignored text before it (whitespace, comments), then one
-        # named alternative per terminal (`lastgroup` names the terminal matched).
+        # named alternative per terminal (`lastgroup` names the terminal matched). The grammar's
+        # terminals are character runs and possessive repeats (see STRING in cedar.lark), and
+        # each match starts where the last token ended: lexing is linear in the text.
         skip = "|".join(r.pattern.to_regexp() for r in regexps if r.name in conf.ignore)
         tokens = [
             f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in regexps if t.name not in conf.ignore
@@ -171,12 +181,15 @@ class Automaton:
         self._start = table.start_states[start]
         self._end = table.end_states[start]
 
-    def parse(self, text: str) -> Any:
+    def parse(self, text: str, max_stack: int | None = None) -> Any:
         """Lex and parse ``text``; returns what the start rule's callback returns.
 
-        Raises :class:`LexError` or :class:`UnexpectedToken`; exceptions raised by callbacks
-        propagate unchanged.
+        Raises :class:`LexError` or :class:`UnexpectedToken`, or :class:`TooDeep` when the
+        parser would hold more than ``max_stack`` unfinished symbols (input nested that deep
+        is refused before it is read to the end); exceptions raised by callbacks propagate
+        unchanged.
         """
+        limit = max_stack if max_stack is not None else len(text) + 2
         states, keywords, match = self._states, self.keywords, self._token.match
         stack: list[Any] = [self._start]
         values: list[Any] = []
@@ -215,6 +228,8 @@ class Automaton:
                 if shift:
                     stack.append(arg)
                     values.append(tok)
+                    if len(stack) > limit:
+                        raise TooDeep(tok)
                     break
                 if arg:
                     children = values[-arg:]
@@ -236,23 +251,30 @@ class Automaton:
         """Whether the parser would shift ``terminal`` after the reductions it triggers.
 
         An LALR state can list a terminal that only a merged, other context accepts; running
-        the reductions on a copy of the state stack settles it.
+        the reductions settles it. They are simulated on the states they touch (``stack`` up
+        to ``top``, then the states they push), never on a copy of the whole stack, so this
+        costs what the reductions cost however deep the input nests.
         """
-        stack = list(stack)
         states = self._raw
+        top = len(stack)
+        pushed: list[Any] = []
         while True:
-            action = states[stack[-1]].get(terminal)
+            action = states[pushed[-1] if pushed else stack[top - 1]].get(terminal)
             if action is None:
                 return False
             kind, rule = action
             if kind is Shift:
                 return True
-            if rule.expansion:
-                del stack[-len(rule.expansion) :]
-            goto = states[stack[-1]][rule.origin.name][1]
+            size = len(rule.expansion)
+            if size <= len(pushed):
+                del pushed[len(pushed) - size :]
+            else:
+                top -= size - len(pushed)
+                pushed.clear()
+            goto = states[pushed[-1] if pushed else stack[top - 1]][rule.origin.name][1]
             if goto == self._end:
                 return terminal == END
-            stack.append(goto)
+            pushed.append(goto)
 
     def expected(self, stack: list[Any]) -> frozenset[str]:
         """The terminals (``$END`` included) the parser accepts in this state."""

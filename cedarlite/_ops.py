@@ -7,14 +7,13 @@ construction. ``entities`` is anything with ``get(uid) -> Entity | None``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from functools import lru_cache
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
+from ._glob import Segments, like_segments, match
 from .errors import EvaluationError
 from .ext import Datetime, Duration
-from .lexical import WILDCARD, PatternElem
+from .lexical import PatternElem
 from .values import (
     I64_MAX,
     I64_MIN,
@@ -276,16 +275,14 @@ def is_(value: Any, entity_type: str) -> bool:
 # Strings and sets
 
 
-@lru_cache(maxsize=4096)
-def pattern_regex(pattern: tuple[PatternElem, ...]) -> re.Pattern[str]:
-    """A compiled regex equivalent to a ``like`` pattern (anchored; ``*`` spans newlines)."""
-    parts = [".*" if el is WILDCARD else re.escape(cast(str, el)) for el in pattern]
-    return re.compile("".join(parts), re.DOTALL)
-
-
 def like(value: Any, pattern: tuple[PatternElem, ...]) -> bool:
-    """``value like pattern``."""
-    return pattern_regex(pattern).fullmatch(expect_string(value)) is not None
+    """``value like pattern``, in time linear in ``value`` (see :mod:`cedarlite._glob`)."""
+    return match(like_segments(pattern), expect_string(value))
+
+
+def like_segments_match(value: Any, segments: Segments) -> bool:
+    """``value like pattern`` for a pattern already split into segments (compiled code)."""
+    return match(segments, expect_string(value))
 
 
 def contains(s: Any, v: Any) -> bool:

@@ -32,14 +32,17 @@ from .values import I64_MAX, EntityUID
 MIN_POLICIES = 32
 """Texts with fewer policies go straight to the full parser (which also gives inner spans)."""
 
-_LEADING = re.compile(r"(?:\s+|//[^\n\r]*)*+")
-# One policy: anything up to a `;` that is not inside a string or a comment (possessive
-# quantifiers: no backtracking blow-up on text without a final `;`).
-_POLICY = re.compile(r'(?:[^;"/]++|"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|/)*+;')
-_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*+"|\b[0-9]+\b')
-_LITERAL_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+|\b[0-9]+\b')
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"')
-_INT = re.compile(r"\b[0-9]+\b")
+# These run on whole policy files: possessive repeats and disjoint alternatives keep each one
+# linear (a string literal is runs of plain characters between escapes, not an alternation
+# per character), and `_split` matches where the previous match ended, never from every
+# position.
+_LEADING = re.compile(r"(?:\s++|//[^\n\r]*+)*+")
+# One policy: anything up to a `;` that is not inside a string or a comment.
+_POLICY = re.compile(r'(?:[^;"/]++|"[^"\\]*+(?:\\.[^"\\]*+)*+"|//[^\n\r]*+|/)*+;')
+_LITERAL = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|\b[0-9]++\b')
+_LITERAL_OR_COMMENT = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|//[^\n\r]*+|\b[0-9]++\b')
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+_INT = re.compile(r"\b[0-9]++\b")
 _PLACEHOLDER = re.compile('"\x00"|\x01')
 _SENTINEL = "\ue000"
 _INT_BASE = 10**17
@@ -71,37 +74,41 @@ def _hole_of_int(v: int) -> tuple[int, bool] | None:
 # Splitting
 
 
-def _split(text: str) -> list[tuple[int, int, str, list[str]]] | None:
-    """``(start, end, shape, literal tokens)`` per policy, or None when the text is odd.
+def _split(text: str) -> list[tuple[int, int]] | None:
+    """``(start, end)`` of each policy, or None when the text is odd."""
+    out = []
+    pos = 0
+    # Each policy is matched where the previous one ended (a search from every position would
+    # rescan the rest of the text from each one: quadratic on an unterminated literal).
+    while (m := _POLICY.match(text, pos)) is not None:
+        out.append(m.span())
+        pos = m.end()
+    if _LEADING.match(text, pos).end() != len(text):  # type: ignore[union-attr]
+        return None  # something the policy regex cannot read: let the full parser say what
+    return out
+
+
+def _shape(chunk: str) -> tuple[str, list[str]]:
+    """The shape of one policy's text and its literal tokens.
 
     The shape is the policy text with comments dropped, each string literal replaced by
     ``"\\x00"``, each integer literal by ``\\x01``, and whitespace runs collapsed.
     """
-    out = []
-    pos = 0
-    for m in _POLICY.finditer(text):
-        if m.start() != pos and text[pos : m.start()].strip():
-            return None  # something the policy regex cannot read: let the full parser say what
-        chunk = m.group()
-        if "//" in chunk:
-            lits: list[str] = []
+    if "//" in chunk:
+        lits: list[str] = []
 
-            def keep(lit: re.Match[str], lits: list[str] = lits) -> str:
-                tok = lit.group()
-                if tok[0] == "/":
-                    return " "
-                lits.append(tok)
-                return '"\x00"' if tok[0] == '"' else "\x01"
+        def keep(lit: re.Match[str]) -> str:
+            tok = lit.group()
+            if tok[0] == "/":
+                return " "
+            lits.append(tok)
+            return '"\x00"' if tok[0] == '"' else "\x01"
 
-            shape = _LITERAL_OR_COMMENT.sub(keep, chunk)
-        else:
-            lits = _LITERAL.findall(chunk)
-            shape = _INT.sub("\x01", _STRING.sub('"\x00"', chunk))
-        out.append((m.start(), m.end(), " ".join(shape.split()), lits))
-        pos = m.end()
-    if _LEADING.match(text, pos).end() != len(text):  # type: ignore[union-attr]
-        return None
-    return out
+        shape = _LITERAL_OR_COMMENT.sub(keep, chunk)
+    else:
+        lits = _LITERAL.findall(chunk)
+        shape = _INT.sub("\x01", _STRING.sub('"\x00"', chunk))
+    return " ".join(shape.split()), lits
 
 
 def _canonical(shape: str) -> str:
@@ -138,6 +145,8 @@ def _decode_pattern(raw: str) -> tuple[Any, ...]:
 
 
 def _decode_int(raw: str, negated: bool) -> int:
+    if len(raw.lstrip("0")) > 19:
+        raise _Fallback  # too large: the full parser says so (never int() a huge digit string)
     value = int(raw)
     if value > I64_MAX + (1 if negated else 0):
         raise _Fallback
@@ -216,8 +225,8 @@ def _field_parts(node: Any) -> tuple[list[Any], list[tuple[int, Builder]]]:
     values: list[Any] = []
     holes: list[tuple[int, Builder]] = []
     for f in fields(node):
-        if f.name == "span":
-            continue  # kw-only, so the other fields can be passed positionally
+        if f.name == "span" or not f.init:
+            continue  # kw-only or computed, so the other fields can be passed positionally
         holed, value = _template(getattr(node, f.name))
         if holed:
             holes.append((len(values), value))
@@ -274,6 +283,17 @@ _templates: dict[tuple[str, bool], Builder | None] = {}
 _MAX_TEMPLATES = 20000
 
 
+MAX_TEMPLATE_DEPTH = 40
+"""Policies nested deeper than this are left to the full parser (templates recurse)."""
+
+
+def _templatable(parsed: list[Policy]) -> bool:
+    """One policy, shallow enough for the (recursive) template builders."""
+    return len(parsed) == 1 and all(
+        ast.depth(c.body) <= MAX_TEMPLATE_DEPTH for c in parsed[0].conditions
+    )
+
+
 def _template_for(shape: str, strict: bool) -> Builder | None:
     key = (shape, strict)
     found = _templates.get(key, _templates)
@@ -284,7 +304,7 @@ def _template_for(shape: str, strict: bool) -> Builder | None:
     except ParseError:
         builder = None
     else:
-        builder = _policy_template(parsed[0]) if len(parsed) == 1 else None
+        builder = _policy_template(parsed[0]) if _templatable(parsed) else None
     with _lock:
         if len(_templates) >= _MAX_TEMPLATES:
             _templates.clear()
@@ -301,7 +321,8 @@ def parse_fast(text: str, source: str | None = None, *, strict: bool = False) ->
     out: list[Policy] = []
     line, line_pos = 1, 0
     try:
-        for i, (start, end, shape, lits) in enumerate(chunks):
+        for i, (start, end) in enumerate(chunks):
+            shape, lits = _shape(text[start:end])
             builder = _template_for(shape, strict)
             if builder is None:
                 raise _Fallback

@@ -8,10 +8,11 @@ tree so the formatter can print it back; the evaluator gives each its Cedar mean
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from types import MappingProxyType
+from typing import Any
 
 # RESERVED ... is_valid_type_name live in cedarlite.lexical now; still importable from here.
 from .lexical import (  # noqa: F401  (re-exports for code written against cedarlite.ast)
@@ -75,35 +76,57 @@ class UnaryOp(Enum):
     NEG = "-"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Expr:
-    """Base of all expression nodes."""
+    """Base of all expression nodes.
+
+    Equality, hashing, ``repr`` and pickling work on the whole tree without recursion (any
+    depth is fine); equality and hashing ignore spans, and compare literal values with Cedar's
+    equality (``true`` is not ``1``).
+    """
 
     span: Span | None = field(default=None, kw_only=True, compare=False, repr=False)
+    # The hash, computed on first use (0: not yet); nodes are immutable.
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        return same_tree(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_tree(self, other)
+
+    def __hash__(self) -> int:
+        return self._hash or _hash_tree(self)
+
+    def __repr__(self) -> str:
+        return _repr_tree(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _unflatten, (_flatten(self),)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Lit(Expr):
     """A literal: ``true``, ``42``, ``"s"`` or an entity reference ``User::"alice"``."""
 
     value: bool | int | str | EntityUID
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Variable(Expr):
     """``principal``, ``action``, ``resource`` or ``context``."""
 
     var: Var
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Slot(Expr):
     """A template slot, only allowed in scopes."""
 
     slot: SlotId
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Unary(Expr):
     """``!e`` or ``-e``."""
 
@@ -111,32 +134,89 @@ class Unary(Expr):
     arg: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Binary(Expr):
-    """``left op right`` for relations and arithmetic."""
+    """``left op right`` for a relation (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``).
+
+    Arithmetic is :class:`Arith`, ``&&``/``||`` are :class:`And`/:class:`Or`.
+    """
 
     op: BinOp
     left: Expr
     right: Expr
 
+    def __post_init__(self) -> None:
+        if self.op not in RELATIONS:
+            raise ValueError(f"`{self.op.value}` is arithmetic: build an `Arith` node")
 
-@dataclass(frozen=True, slots=True)
+
+def _flatten_left(node: Expr, operands: tuple[Expr, ...]) -> tuple[Expr, ...]:
+    """``operands`` with a first operand of ``node``'s own kind spliced in (``(a && b) && c``
+    is the chain ``a && b && c``, which is how the parser reads it), checked non-trivial."""
+    if len(operands) < 2:
+        raise ValueError(f"`{type(node).__name__}` needs at least two operands")
+    first = operands[0]
+    if first.__class__ is node.__class__:
+        return (*first.operands, *operands[1:])  # type: ignore[attr-defined]
+    return operands
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class And(Expr):
-    """``left && right`` (short-circuit)."""
+    """``a && b && ...``: evaluated left to right, stopping at the first ``false``.
 
-    left: Expr
-    right: Expr
+    A chain is one node however long (it is never nested by its length); ``a && (b && c)``
+    keeps its parenthesized operand as a nested node.
+    """
+
+    operands: tuple[Expr, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "operands", _flatten_left(self, tuple(self.operands)))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Or(Expr):
-    """``left || right`` (short-circuit)."""
+    """``a || b || ...``: evaluated left to right, stopping at the first ``true``."""
 
-    left: Expr
-    right: Expr
+    operands: tuple[Expr, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "operands", _flatten_left(self, tuple(self.operands)))
 
 
-@dataclass(frozen=True, slots=True)
+ADDITIVE = frozenset({BinOp.ADD, BinOp.SUB})
+"""The operators of an additive :class:`Arith` chain (``*`` chains are multiplicative)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Arith(Expr):
+    """``e0 op1 e1 op2 e2 ...``, left-associative checked arithmetic: ``ops[i]`` combines the
+    result so far with ``operands[i + 1]``.
+
+    A chain holds ``+``/``-`` only or ``*`` only (``a + b * c`` nests the ``*`` chain), so
+    that it prints back as written.
+    """
+
+    operands: tuple[Expr, ...]
+    ops: tuple[BinOp, ...]
+
+    def __post_init__(self) -> None:
+        operands, ops = tuple(self.operands), tuple(self.ops)
+        additive = bool(ops) and ops[0] in ADDITIVE
+        if len(ops) != len(operands) - 1 or any(
+            op not in ADDITIVE if additive else op is not BinOp.MUL for op in ops
+        ):
+            raise ValueError("an `Arith` chain needs one `+`/`-` or `*` between its operands")
+        first = operands[0]
+        if first.__class__ is Arith and (first.ops[0] in ADDITIVE) == additive:
+            operands = (*first.operands, *operands[1:])
+            ops = (*first.ops, *ops)
+        object.__setattr__(self, "operands", operands)
+        object.__setattr__(self, "ops", ops)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class If(Expr):
     """``if cond then then_ else else_``."""
 
@@ -145,7 +225,7 @@ class If(Expr):
     else_: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class GetAttr(Expr):
     """``e.attr`` or ``e["attr"]``."""
 
@@ -153,7 +233,7 @@ class GetAttr(Expr):
     attr: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Has(Expr):
     """``e has a`` or the extended form ``e has a.b.c`` (``path`` has one or more names)."""
 
@@ -161,7 +241,7 @@ class Has(Expr):
     path: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Like(Expr):
     """``e like "pat*tern"``: ``pattern`` is a tuple of literal strings and :data:`WILDCARD`."""
 
@@ -169,7 +249,7 @@ class Like(Expr):
     pattern: tuple[PatternElem, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Is(Expr):
     """``e is T`` or ``e is T in x``."""
 
@@ -178,7 +258,7 @@ class Is(Expr):
     in_expr: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class MethodCall(Expr):
     """``receiver.name(args)``: built-in set/tag/string methods and extension methods."""
 
@@ -187,7 +267,7 @@ class MethodCall(Expr):
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Call(Expr):
     """``name(args)``: an extension function (``decimal``, ``ip``, ``datetime``, ``duration``)."""
 
@@ -195,18 +275,184 @@ class Call(Expr):
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SetLit(Expr):
     """``[e1, e2, ...]``."""
 
     elements: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RecordLit(Expr):
     """``{k1: e1, k2: e2, ...}`` (keys are unique)."""
 
     entries: tuple[tuple[str, Expr], ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole-tree operations without recursion: equality, hashing, repr, pickling.
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class, span excluded."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls) if f.init and f.name != "span")
+    return names
+
+
+class _Hole:
+    """Stands for a sub-expression in a node's flattened fields (see :func:`_flatten`)."""
+
+    def __repr__(self) -> str:
+        return "HOLE"
+
+    def __reduce__(self) -> str:
+        return "_HOLE"
+
+
+_HOLE = _Hole()
+
+
+def _holes(value: Any) -> Any:
+    """A field value with every sub-expression replaced by ``_HOLE``."""
+    if isinstance(value, Expr):
+        return _HOLE
+    if value.__class__ is tuple:
+        return tuple(_holes(item) for item in value)  # field tuples nest at most twice
+    return value
+
+
+def _fill(value: Any, results: Iterator[Any]) -> Any:
+    """The inverse of :func:`_holes`: each ``_HOLE`` replaced by the next of ``results``."""
+    if value is _HOLE:
+        return next(results)
+    if value.__class__ is tuple:
+        return tuple(_fill(item, results) for item in value)
+    return value
+
+
+def postorder(root: Expr) -> Iterator[Expr]:
+    """Every node of the tree, children before their parent, left to right (iterative: any
+    depth is fine)."""
+    stack: list[tuple[Expr, tuple[Expr, ...] | None]] = [(root, None)]
+    while stack:
+        node, kids = stack.pop()
+        if kids is None:
+            kids = children(node)
+            if kids:
+                stack.append((node, kids))
+                stack.extend((kid, None) for kid in reversed(kids))
+                continue
+        yield node
+
+
+def _pop(stack: list[Any], count: int) -> Iterator[Any]:
+    """The last ``count`` items of ``stack``, removed from it, in order."""
+    items = stack[len(stack) - count :]
+    del stack[len(stack) - count :]
+    return iter(items)
+
+
+def _hash_tree(root: Expr) -> int:
+    """Hash every node of the tree not hashed yet, children first (each once: hashes are
+    cached on the nodes)."""
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if ready:
+            own = tuple(_holes(getattr(node, n)) for n in _fields(node.__class__))
+            kids = tuple(kid._hash for kid in children(node))
+            object.__setattr__(node, "_hash", hash((node.__class__, own, kids)) or 1)
+        elif not node._hash:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in children(node) if not kid._hash)
+    return root._hash
+
+
+class _Out(str):
+    """Text written as is by :func:`_repr_tree` (other values are written by their repr)."""
+
+
+def _repr_tree(root: Expr) -> str:
+    """The dataclass-style repr of a tree, written top-down on an explicit stack: any depth,
+    in time linear in the text."""
+    out: list[str] = []
+    stack: list[Any] = [root]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is _Out:
+            out.append(item)
+        elif isinstance(item, Expr):
+            pieces: list[Any] = [_Out(f"{type(item).__name__}(")]
+            for i, name in enumerate(_fields(item.__class__)):
+                pieces += [_Out(f"{', ' if i else ''}{name}="), getattr(item, name)]
+            stack.append(_Out(")"))
+            stack.extend(reversed(pieces))
+        elif item.__class__ is tuple:
+            pieces = [_Out("(")]
+            for i, value in enumerate(item):
+                pieces += [_Out(", ") if i else _Out(""), value]
+            stack.append(_Out(",)" if len(item) == 1 else ")"))
+            stack.extend(reversed(pieces))
+        else:
+            out.append(repr(item))
+    return "".join(out)
+
+
+def _flatten(root: Expr) -> tuple[tuple[Any, ...], ...]:
+    """The tree as a flat post-order list of ``(class, fields with holes, span)``."""
+    return tuple(
+        (
+            node.__class__,
+            tuple(_holes(getattr(node, n)) for n in _fields(node.__class__)),
+            node.span,
+        )
+        for node in postorder(root)
+    )
+
+
+def _unflatten(entries: tuple[tuple[Any, ...], ...]) -> Expr:
+    """Rebuild a tree from :func:`_flatten`'s list, without recursion."""
+    built: list[Expr] = []
+    for cls, values, span in entries:
+        kids = _pop(built, _count_holes(values))
+        built.append(cls(*(_fill(v, kids) for v in values), span=span))
+    return built[0]
+
+
+def _count_holes(value: Any) -> int:
+    if value is _HOLE:
+        return 1
+    if value.__class__ is tuple:
+        return sum(_count_holes(v) for v in value)
+    return 0
+
+
+def same_tree(a: Any, b: Any) -> bool:
+    """Structural equality of two expressions, spans ignored, without recursion."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        cls = x.__class__
+        if cls is not y.__class__:
+            return False
+        if isinstance(x, Expr):
+            if x._hash and y._hash and x._hash != y._hash:
+                return False
+            stack.extend((getattr(x, n), getattr(y, n)) for n in _fields(cls))
+        elif cls is tuple:
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif x != y:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,8 +557,36 @@ def condition_expr(cond: Condition) -> Expr:
 
 def children(node: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of an expression node, in source order."""
+    direct = _CHILDREN.get(node.__class__)
+    return direct(node) if direct is not None else _generic_children(node)
+
+
+_NO_CHILDREN: tuple[Expr, ...] = ()
+_CHILDREN: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
+    Lit: lambda e: _NO_CHILDREN,
+    Variable: lambda e: _NO_CHILDREN,
+    Slot: lambda e: _NO_CHILDREN,
+    Unary: lambda e: (e.arg,),
+    Binary: lambda e: (e.left, e.right),
+    And: lambda e: e.operands,
+    Or: lambda e: e.operands,
+    Arith: lambda e: e.operands,
+    If: lambda e: (e.cond, e.then_, e.else_),
+    GetAttr: lambda e: (e.expr,),
+    Has: lambda e: (e.expr,),
+    Like: lambda e: (e.expr,),
+    Is: lambda e: (e.expr,) if e.in_expr is None else (e.expr, e.in_expr),
+    MethodCall: lambda e: (e.receiver, *e.args),
+    Call: lambda e: e.args,
+    SetLit: lambda e: e.elements,
+    RecordLit: lambda e: tuple(value for _, value in e.entries),
+}
+
+
+def _generic_children(node: Expr) -> tuple[Expr, ...]:
+    """:func:`children` for a node class of another module (read from its fields)."""
     out: list[Expr] = []
-    for name in node.__dataclass_fields__:
+    for name in _fields(node.__class__):
         value = getattr(node, name)
         if isinstance(value, Expr):
             out.append(value)
@@ -332,3 +606,15 @@ def walk(expr: Expr) -> Iterator[Expr]:
         node = stack.pop()
         yield node
         stack.extend(reversed(children(node)))
+
+
+def depth(expr: Expr) -> int:
+    """How deeply ``expr`` nests: 1 for a leaf, one more than its deepest operand otherwise
+    (a chain is one level however long). Iterative: any depth is fine."""
+    deepest = 0
+    stack = [(expr, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children(node))
+    return deepest

@@ -14,13 +14,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import EntitiesError, EvaluationError
+from .errors import CedarliteError, EntitiesError, EvaluationError
 from .ext import from_extn_json
 from .lexical import is_action_type, is_valid_type_name
 from .values import (
     EMPTY_RECORD,
     I64_MAX,
     I64_MIN,
+    MAX_VALUE_DEPTH,
+    MAX_VALUE_SIZE,
     CedarSet,
     EntityUID,
     Record,
@@ -92,7 +94,8 @@ class Entities(Mapping[EntityUID, Entity]):
         for ent in entities:
             prev = by_uid.get(ent.uid)
             if prev is not None and prev != ent:
-                raise EntitiesError(f"duplicate entity `{ent.uid}` with different contents")
+                # Rust's message; like Rust, an identical repeat of an entity is accepted.
+                raise EntitiesError(f"duplicate entity entry `{ent.uid}`")
             by_uid[ent.uid] = ent
         self._base = _base
         self._by_uid = _close_ancestors(by_uid, _base)
@@ -278,6 +281,8 @@ def load_json(data: str | bytes, source: str | None, error: type[Exception]) -> 
         raise error(f"invalid JSON: duplicate key `{err.key}`", source=source) from None  # type: ignore[call-arg]
     except RecursionError:
         raise error("invalid JSON: nested too deeply", source=source) from None  # type: ignore[call-arg]
+    except ValueError:  # an integer with more digits than Python converts (4,300 by default)
+        raise error("invalid JSON: a number is too long", source=source) from None  # type: ignore[call-arg]
 
 
 class _DuplicateKey(Exception):
@@ -317,24 +322,33 @@ def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) 
     return EntityUID(type_name, id_)
 
 
-def value_from_json(obj: Any, where: str) -> Any:
+def value_from_json(obj: Any, where: str, limits: _Limits | None = None, depth: int = 1) -> Any:
     """A Cedar value from its JSON form, without a schema (``__entity``/``__extn`` escapes).
 
-    Raises :class:`EvaluationError`-free :class:`EntitiesError`-style ``ValueError`` subclasses
-    through :func:`_value_error`; callers wrap the message with their own error class.
+    Raises :class:`JSONValueError` (callers re-word it with their own error class), also for
+    input nested deeper than :data:`~cedarlite.values.MAX_VALUE_DEPTH` or holding more than
+    :data:`~cedarlite.values.MAX_VALUE_SIZE` elements: ``limits`` carries what is left of the
+    size for one whole input value (its first container starts it), ``depth`` is the nesting of
+    ``obj`` in it.
     """
     cls = obj.__class__
     if cls is bool or cls is str:
         return obj
     if cls is int:
         if not I64_MIN <= obj <= I64_MAX:
-            raise JSONValueError(f"{where}: integer `{obj}` does not fit in 64 bits")
+            raise JSONValueError(f"{where}: integer `{preview(obj)}` does not fit in 64 bits")
         return obj
     if cls is list:
+        limits = _Limits.enter(limits, where, obj, depth)
+        kinds = set(map(type, obj))  # a set of strings or of longs is built at C speed
+        if kinds == _STRINGS or (kinds == _INTS and min(obj) >= I64_MIN and max(obj) <= I64_MAX):
+            return CedarSet.of_keys(frozenset(obj))
         return CedarSet(
-            v if _is_scalar(v) else value_from_json(v, f"{where}[{i}]") for i, v in enumerate(obj)
+            v if _is_scalar(v) else value_from_json(v, f"{where}[{i}]", limits, depth + 1)
+            for i, v in enumerate(obj)
         )
     if cls is dict:
+        limits = _Limits.enter(limits, where, obj, depth)
         if len(obj) == 1:
             ((key, inner),) = obj.items()
             # Like Rust's untagged `CedarValueJson`: an escape whose payload does not have the
@@ -346,14 +360,14 @@ def value_from_json(obj: Any, where: str) -> Any:
                 and _has_shape(inner, fn=str)
                 and ("arg" in inner or isinstance(inner.get("args"), list))
             ):
-                return _extn_from_json(inner, where)
+                return _extn_from_json(inner, where, limits, depth)
             if key == "__expr" and inner.__class__ is str:
                 raise JSONValueError(f"{where}: the `__expr` escape is no longer supported")
         return Record(
             {
                 k: v
                 if (c := v.__class__) is str or c is bool or (c is int and I64_MIN <= v <= I64_MAX)
-                else value_from_json(v, f"{where}.{k}")
+                else value_from_json(v, f"{where}.{_clip(k)}", limits, depth + 1)
                 for k, v in obj.items()
             }
         )
@@ -364,10 +378,45 @@ def value_from_json(obj: Any, where: str) -> Any:
     if cls is EntityUID or cls is CedarSet or cls is Record or hasattr(obj, "cedar_type"):
         return obj  # already a Cedar value (Python callers)
     if isinstance(obj, tuple | set | frozenset):
-        return value_from_json(list(obj), where)
+        return value_from_json(list(obj), where, limits, depth)
     if isinstance(obj, Mapping):
-        return value_from_json(dict(obj), where)
+        return value_from_json(dict(obj), where, limits, depth)
     raise JSONValueError(f"{where}: `{preview(obj)}` is not a Cedar value")
+
+
+class _Limits:
+    """What is left of :data:`~cedarlite.values.MAX_VALUE_SIZE` while one input value is
+    read, and the name of that value for the errors."""
+
+    __slots__ = ("left", "root")
+
+    def __init__(self, root: str) -> None:
+        self.root, self.left = root, MAX_VALUE_SIZE
+
+    @classmethod
+    def enter(cls, limits: _Limits | None, where: str, container: Any, depth: int) -> _Limits:
+        """Account for one container at ``depth`` (the first one starts the budget)."""
+        if limits is None:
+            limits = cls(where)
+        if depth > MAX_VALUE_DEPTH:
+            raise JSONValueError(
+                f"{limits.root}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)"
+            )
+        limits.left -= len(container)
+        if limits.left < 0:
+            raise JSONValueError(
+                f"{limits.root}: too large (more than {MAX_VALUE_SIZE:,} elements)"
+            )
+        return limits
+
+
+def _clip(key: str, limit: int = 40) -> str:
+    """A key of a path in a message, shortened (paths are built for every nested value)."""
+    return key if len(key) <= limit else f"{key[: limit - 3]}..."
+
+
+_STRINGS: frozenset[type] = frozenset({str})
+_INTS: frozenset[type] = frozenset({int})
 
 
 def _is_scalar(v: Any) -> bool:
@@ -387,15 +436,16 @@ class JSONValueError(EntitiesError):
     """A JSON value that does not denote a Cedar value."""
 
 
-def _extn_from_json(inner: Any, where: str) -> Any:
+def _extn_from_json(inner: Any, where: str, limits: _Limits | None = None, depth: int = 1) -> Any:
     if not isinstance(inner, dict) or "fn" not in inner or not isinstance(inner["fn"], str):
         raise JSONValueError(f'{where}: `__extn` must be `{{"fn": ..., "arg": ...}}`')
     if "args" in inner and isinstance(inner["args"], list):
         args = [
-            value_from_json(a, f"{where}.__extn.args[{i}]") for i, a in enumerate(inner["args"])
+            value_from_json(a, f"{where}.__extn.args[{i}]", limits, depth + 2)
+            for i, a in enumerate(inner["args"])
         ]
     elif "arg" in inner:
-        args = [value_from_json(inner["arg"], f"{where}.__extn.arg")]
+        args = [value_from_json(inner["arg"], f"{where}.__extn.arg", limits, depth + 1)]
     else:
         raise JSONValueError(f"{where}: `__extn` needs an `arg` or `args`")
     try:
@@ -407,7 +457,8 @@ def _extn_from_json(inner: Any, where: str) -> Any:
 def _record_from_json(obj: Any, where: str) -> Record:
     if not isinstance(obj, dict):
         raise JSONValueError(f"{where}: expected a JSON object, got `{preview(obj)}`")
-    return Record({k: value_from_json(v, f"{where}.{k}") for k, v in obj.items()})
+    limits = _Limits.enter(None, where, obj, 1)
+    return Record({k: value_from_json(v, f"{where}.{_clip(k)}", limits, 2) for k, v in obj.items()})
 
 
 def _entity_from_json(
@@ -435,6 +486,9 @@ def _entity_from_json(
                 if not is_action_type(p.type):
                     raise JSONValueError(f"action {label} has a non-action parent `{p}`")
         if schema is not None:
+            for key in ("attrs", "tags"):  # read recursively by the schema's types
+                if key in item:
+                    check_json_limits(item[key], f"{label}.{key}", JSONValueError)
             return schema.conform_entity(uid, item, parents)
         attrs = _record_from_json(item["attrs"], f"{label}.attrs")
         # `tags` is optional, but when present it must be an object (`null` and `[]` are errors).
@@ -446,12 +500,114 @@ def _entity_from_json(
 
 
 def preview(obj: Any, limit: int = 60) -> str:
-    """A short JSON rendering of a value for error messages."""
+    """A short JSON rendering of a value for error messages.
+
+    The work is bounded by ``limit`` whatever ``obj`` is (a huge, deeply nested or
+    self-referencing structure, an integer too long to print): rendering stops as soon as the
+    text is long enough.
+    """
+    out: list[str] = []
+    length = 0
+    stack: list[Any] = [obj]
+    while stack and length <= limit:
+        top = stack.pop()
+        if top.__class__ is _Open:
+            piece = top.next_piece(stack)
+        else:
+            scalar = _scalar_text(top, limit)
+            piece = _Open.start(top, stack) if scalar is None else scalar
+        out.append(piece)
+        length += len(piece)
+    text = "".join(out)
+    return text if not stack and len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Open:
+    """An array or object being rendered by :func:`preview` (its items are pulled lazily)."""
+
+    __slots__ = ("close", "first", "items", "mapping")
+
+    def __init__(self, items: Iterator[Any], close: str, mapping: bool) -> None:
+        self.items, self.close, self.mapping, self.first = items, close, mapping, True
+
+    @classmethod
+    def start(cls, value: Any, stack: list[Any]) -> str:
+        if isinstance(value, Mapping):
+            stack.append(cls(iter(value.items()), "}", True))
+            return "{"
+        stack.append(cls(iter(value), "]", False))
+        return "["
+
+    def next_piece(self, stack: list[Any]) -> str:
+        try:
+            item = next(self.items)
+        except StopIteration:
+            return self.close
+        stack.append(self)
+        sep = "" if self.first else ", "
+        self.first = False
+        if self.mapping:
+            key, item = item
+            stack.append(item)
+            return f"{sep}{_scalar_text(key, 60) or '<key>'}: "
+        stack.append(item)
+        return sep
+
+
+def _scalar_text(value: Any, limit: int) -> str | None:
+    """JSON text of a scalar (``None`` for an array or object); strings are cut near ``limit``
+    and integers too long to print are described."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value[: limit + 1], ensure_ascii=False)
+    if isinstance(value, int):
+        return str(value) if value.bit_length() <= 256 else f"<{value.bit_length()}-bit integer>"
+    if isinstance(value, float):
+        return json.dumps(value)
+    if isinstance(value, Mapping | list | tuple | set | frozenset) and not hasattr(
+        value, "cedar_type"
+    ):
+        return None
     try:
-        text = json.dumps(obj, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(obj)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        text = repr(value)
+    except Exception:  # a foreign object's repr may fail any way: the message still renders
+        text = f"<{type(value).__name__}>"
+    return json.dumps(text[: limit + 1], ensure_ascii=False)
+
+
+def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> None:
+    """Refuse a JSON-like input (dicts, lists...) nested deeper than
+    :data:`~cedarlite.values.MAX_VALUE_DEPTH` or holding more than
+    :data:`~cedarlite.values.MAX_VALUE_SIZE` elements, before anything reads it: iterative,
+    level by level, linear, and it stops at the first level or element too many."""
+    size = 0
+    level = [value]
+    for depth in range(1, MAX_VALUE_DEPTH + 2):
+        below: list[Any] = []
+        for node in level:
+            cls = node.__class__
+            if cls is dict or (cls is not Record and isinstance(node, Mapping)):
+                items: Iterable[Any] = node.values()
+            elif cls is list or cls is tuple or cls is set or cls is frozenset:
+                items = node
+            else:
+                continue  # a scalar, or a Cedar value built by the caller
+            if depth > MAX_VALUE_DEPTH:
+                raise error(f"{where}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)")
+            size += len(node)
+            if size > MAX_VALUE_SIZE:
+                raise error(f"{where}: too large (more than {MAX_VALUE_SIZE:,} elements)")
+            if not _JSON_SCALARS.issuperset(map(type, items)):  # (at C speed when all scalars)
+                below.extend(item for item in items if item.__class__ not in _JSON_SCALARS)
+        if not below:
+            return
+        level = below
+
+
+_JSON_SCALARS = frozenset({str, int, bool, float, type(None)})
 
 
 def json_kind(value: Any) -> str:

@@ -40,6 +40,7 @@ from ._jsonloc import json_path_text, json_span
 from .ast import (
     WILDCARD,
     And,
+    Arith,
     Binary,
     BinOp,
     Call,
@@ -89,6 +90,7 @@ __all__ = ["expr_to_json", "policy_set_from_json", "policy_set_to_json", "policy
 # AST -> JSON
 
 _BINARY_KEYS = {op: op.value for op in BinOp}
+_ARITH_OPS = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL})
 _SET_METHODS = ("contains", "containsAll", "containsAny", "getTag", "hasTag")
 
 
@@ -178,6 +180,11 @@ def expr_to_json(e: Expr) -> dict[str, Any]:
             return {"neg": {"arg": expr_to_json(arg)}}
         case Binary(op=op, left=left, right=right):
             return {_BINARY_KEYS[op]: {"left": expr_to_json(left), "right": expr_to_json(right)}}
+        case Arith(operands=operands, ops=ops):
+            out = expr_to_json(operands[0])  # left-nested, as Cedar's parser builds it
+            for op, right in zip(ops, operands[1:], strict=True):
+                out = {_BINARY_KEYS[op]: {"left": out, "right": expr_to_json(right)}}
+            return out
         case If(cond=c, then_=t, else_=f):
             return {
                 "if-then-else": {
@@ -490,10 +497,13 @@ class _Reader:
             left = self.expr(fields["left"], (*at, "left"), sub)
             right = self.expr(fields["right"], (*at, "right"), sub)
             if key == "&&":
-                return And(left, right)
+                return And((left, right))  # a left-nested chain flattens into one node
             if key == "||":
-                return Or(left, right)
-            return Binary(_BINARY_OPS[key], left, right)
+                return Or((left, right))
+            op = _BINARY_OPS[key]
+            if op in _ARITH_OPS:
+                return Arith((left, right), (op,))
+            return Binary(op, left, right)
         if key == "if-then-else":
             fields = _fields(body, at, ("if", "then", "else"))
             return If(*(self.expr(fields[k], (*at, k), sub) for k in ("if", "then", "else")))
@@ -547,7 +557,7 @@ class _Reader:
         base = inner
         for prev, name in pairwise(attr):
             base = GetAttr(base, prev)
-            out = And(out, Has(base, (name,)))
+            out = And((out, Has(base, (name,))))
         return out
 
     def call(self, name: str, body: Any, at: Path, depth: int) -> Expr:

@@ -6,12 +6,13 @@ Semantics follow Cedar's formal model: strict left-to-right evaluation, with ``&
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from typing import Any
 
 from . import _ops as ops
 from .ast import (
     And,
+    Arith,
     Binary,
     BinOp,
     Call,
@@ -44,17 +45,16 @@ from .request import Request
 from .response import Decision, PolicyError, Response
 from .values import CedarSet, EntityUID, Record
 
-_BINARY = {
+_RELATION = {
     BinOp.EQ: ops.eq,
     BinOp.NEQ: ops.neq,
     BinOp.LT: ops.less,
     BinOp.LE: ops.less_eq,
     BinOp.GT: ops.greater,
     BinOp.GE: ops.greater_eq,
-    BinOp.ADD: ops.add,
-    BinOp.SUB: ops.sub,
-    BinOp.MUL: ops.mul,
 }
+_ARITH = {BinOp.ADD: ops.add, BinOp.SUB: ops.sub, BinOp.MUL: ops.mul}
+_COMPOUND: Any = object()  # `_leaf`'s answer for a node with operands
 
 
 class Evaluator:
@@ -115,57 +115,111 @@ class Evaluator:
     # -- expressions ----------------------------------------------------------------------
 
     def evaluate(self, expr: Expr) -> Any:
-        """The value of an expression; raises :class:`EvaluationError`."""
-        try:
-            return self._eval(expr)
-        except RecursionError:
-            raise EvaluationError("expression is nested too deeply to evaluate") from None
+        """The value of an expression; raises :class:`EvaluationError`.
 
-    def _eval(self, e: Expr) -> Any:
-        ev = self._eval
+        Sub-expressions are evaluated on an explicit stack (each compound node is a generator
+        that yields its operands in evaluation order and receives their values), so any depth
+        of nesting is fine and a chain costs no depth at all.
+        """
+        value = self._leaf(expr)
+        if value is not _COMPOUND:
+            return value
+        stack = [self._node(expr)]
+        value = None
+        while True:
+            try:
+                operand = stack[-1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                if not stack:
+                    return done.value
+                value = done.value
+                continue
+            value = self._leaf(operand)
+            if value is _COMPOUND:
+                stack.append(self._node(operand))
+                value = None
+
+    def _leaf(self, e: Expr) -> Any:
+        """The value of a literal or a variable, else ``_COMPOUND``."""
+        cls = e.__class__
+        if cls is Lit:
+            return e.value  # type: ignore[attr-defined]
+        if cls is Variable:
+            return self._vars[e.var]  # type: ignore[attr-defined]
+        return _COMPOUND
+
+    def _node(self, e: Expr) -> Generator[Expr, Any, Any]:
+        """Evaluate a compound node: yields each operand to evaluate, returns the value."""
         match e:
-            case Lit(value=value):
-                return value
-            case Variable(var=var):
-                return self._vars[var]
-            case And(left=left, right=right):
-                return ops.expect_bool(ev(left)) and ops.expect_bool(ev(right))
-            case Or(left=left, right=right):
-                return ops.expect_bool(ev(left)) or ops.expect_bool(ev(right))
-            case If(cond=cond, then_=then_, else_=else_):
-                return ev(then_) if ops.expect_bool(ev(cond)) else ev(else_)
+            case And(operands=operands):
+                for operand in operands:
+                    if not ops.expect_bool((yield operand)):
+                        return False
+                return True
+            case Or(operands=operands):
+                for operand in operands:
+                    if ops.expect_bool((yield operand)):
+                        return True
+                return False
+            case If():
+                # A branch is in tail position: `if` cascades (`else if ...`, `then if ...`)
+                # are followed in this one step, however long.
+                node: Expr = e
+                while isinstance(node, If):
+                    node = node.then_ if ops.expect_bool((yield node.cond)) else node.else_
+                return (yield node)
             case Unary(op=UnaryOp.NOT, arg=arg):
-                return ops.not_(ev(arg))
+                return ops.not_((yield arg))
             case Unary(op=UnaryOp.NEG, arg=arg):
-                return ops.neg(ev(arg))
+                return ops.neg((yield arg))
+            case Arith(operands=operands, ops=arith_ops):
+                # Left to right: `(a + b) + c` adds (and may overflow) before evaluating `c`.
+                acc = yield operands[0]
+                for op, operand in zip(arith_ops, operands[1:], strict=True):
+                    acc = _ARITH[op](acc, (yield operand))
+                return acc
             case Binary(op=BinOp.IN, left=left, right=right):
-                lhs = ev(left)
-                return ops.in_(lhs, ev(right), self.entities)
+                lhs = yield left
+                return ops.in_(lhs, (yield right), self.entities)
             case Binary(op=op, left=left, right=right):
-                lhs = ev(left)
-                return _BINARY[op](lhs, ev(right))
+                lhs = yield left
+                return _RELATION[op](lhs, (yield right))
             case GetAttr(expr=inner, attr=attr):
-                return ops.get_attr(ev(inner), attr, self.entities)
+                return ops.get_attr((yield inner), attr, self.entities)
             case Has(expr=inner, path=path):
-                return self._has(ev(inner), path)
+                return self._has((yield inner), path)
             case Like(expr=inner, pattern=pattern):
-                return ops.like(ev(inner), pattern)
+                return ops.like((yield inner), pattern)
             case Is(expr=inner, entity_type=entity_type, in_expr=None):
-                return ops.is_(ev(inner), entity_type)
+                return ops.is_((yield inner), entity_type)
             case Is(expr=inner, entity_type=entity_type, in_expr=Expr() as in_expr):
-                value = ev(inner)
-                return ops.is_(value, entity_type) and ops.in_(value, ev(in_expr), self.entities)
+                value = yield inner
+                return ops.is_(value, entity_type) and ops.in_(
+                    value, (yield in_expr), self.entities
+                )
             case MethodCall(receiver=receiver, name=name, args=args):
-                values = [ev(receiver), *(ev(a) for a in args)]
+                values = [(yield receiver)]
+                for arg in args:
+                    values.append((yield arg))
                 return self._method(name, values)
             case Call(name=name, args=args):
-                return FUNCTIONS[name].call([ev(a) for a in args])
+                values = []
+                for arg in args:
+                    values.append((yield arg))
+                return FUNCTIONS[name].call(values)
             case SetLit(elements=elements):
-                return CedarSet([ev(x) for x in elements])
+                values = []
+                for element in elements:
+                    values.append((yield element))
+                return CedarSet(values)
             case RecordLit(entries=entries):
                 # Rust keeps record literals in a BTreeMap: entries evaluate in key order, which
-                # decides which error a record with several failing entries reports.
-                return Record({k: ev(v) for k, v in sorted(entries, key=_entry_key)})
+                # decides which error a record with two failing entries reports.
+                record = {}
+                for key, value_expr in sorted(entries, key=_entry_key):
+                    record[key] = yield value_expr
+                return Record(record)
             case Slot(slot=slot):
                 raise EvaluationError(f"template slot `{slot.value}` is not linked")
         raise AssertionError(f"unknown expression node {e!r}")  # pragma: no cover

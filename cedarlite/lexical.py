@@ -12,7 +12,8 @@ from functools import lru_cache
 RESERVED = frozenset({"true", "false", "if", "then", "else", "in", "like", "has", "is"})
 """Identifiers that cannot name attributes, record keys, entity types or variables."""
 
-_IDENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
+# A single run of identifier characters: one linear pass, nothing to backtrack.
+_IDENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*+")
 
 
 def is_valid_ident(name: str) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, NoReturn, cast
 from lark import Transformer
 
 from . import ast
-from ._lalr import END, Automaton, LexError, UnexpectedToken, build_lark
+from ._lalr import END, Automaton, LexError, TooDeep, UnexpectedToken, build_lark
 from ._lalr import Tok as Token
 from .ast import (
     RESERVED,
@@ -56,8 +56,18 @@ BUILTIN_METHODS: dict[str, int] = {
 DIALECT_METHODS: dict[str, int] = {"startsWith": 1, "endsWith": 1}
 """cedarlite's string methods for agent policies; rejected by ``strict=True``."""
 
-MAX_NESTING = 200
-"""Deepest expression nesting accepted (Cedar's engine itself crashes on deep nesting)."""
+MAX_NESTING = 1000
+"""Deepest expression nesting accepted: a leaf is one level, and each node holding it one more
+(an operator, ``if``, member access, call, set or record literal); a chain such as
+``a || b || c`` or ``a + b - c`` is one level however long. Deeper input is a
+:class:`~cedarlite.errors.ParseError` pointing at it. Every stage handles this depth without
+recursion (Cedar's own engine crashes near 1,000 nested parentheses)."""
+
+MAX_PARSE_STACK = 8 * MAX_NESTING + 64
+"""Unfinished symbols the parser may hold at once. Each nesting level holds at most a handful
+(``if c then`` holds four), so this only stops input that nests deeper than
+:data:`MAX_NESTING` (redundant parentheses, which add no level to the tree, included) before
+it has been read to the end."""
 
 _VARS = {v.value: v for v in Var}
 _RELOPS = {op.value: op for op in (BinOp.EQ, BinOp.NEQ, BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE)}
@@ -338,10 +348,17 @@ class _Builder(Transformer):
         return ast.If(c[1], c[2], c[3], span=_span(c[0], c[3]))
 
     def or_(self, c: list[Any]) -> Expr:
-        return ast.Or(c[0], c[1], span=_span(c[0], c[1]))
+        return ast.Or(tuple(c), span=_span(c[0], c[-1]))
 
     def and_(self, c: list[Any]) -> Expr:
-        return ast.And(c[0], c[1], span=_span(c[0], c[1]))
+        return ast.And(tuple(c), span=_span(c[0], c[-1]))
+
+    def add(self, c: list[Any]) -> Expr:
+        return ast.Arith(
+            tuple(c[0::2]), tuple(_ARITH[t.value] for t in c[1::2]), span=_span(c[0], c[-1])
+        )
+
+    mult = add
 
     def _relation(self, node: Expr, left: Any) -> Expr:
         if id(left) in _state.bare_relations:
@@ -355,8 +372,6 @@ class _Builder(Transformer):
 
     def binary(self, c: list[Any]) -> Expr:
         left, op, right = c
-        if op.type in ("PLUS", "MINUS", "STAR"):
-            return ast.Binary(_ARITH[op.value], left, right, span=_span(left, right))
         binop = BinOp.IN if op.type == "IN" else _RELOPS[op.value]
         return self._relation(ast.Binary(binop, left, right, span=_span(left, right)), left)
 
@@ -484,9 +499,10 @@ class _Builder(Transformer):
             return ast.Lit(False, span=span)
         if tok.type == "STRING":
             return ast.Lit(_string(tok), span=span)
-        value = int(tok.value)
-        if value > I64_MAX + 1:
-            _fail(f"integer literal `{tok.value}` is too large", span)
+        digits = tok.value.lstrip("0") or "0"
+        if len(digits) > 19 or int(digits) > I64_MAX + 1:  # never int() a huge digit string
+            _fail(f"integer literal `{_clip(tok.value)}` is too large", span)
+        value = int(digits)
         node = ast.Lit(value, span=span)
         if value == I64_MAX + 1:
             _state.pending_big[id(node)] = span
@@ -519,6 +535,11 @@ class _Builder(Transformer):
             "principal and resource scope",
             _tok_span(c[0]),
         )
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    """``text`` shortened for a message."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _check_depth(expr: Expr) -> None:
@@ -607,11 +628,17 @@ def parse_policies(text: str, source: str | None = None, *, strict: bool = False
         raise ParseError(f"policy text must be a string, not {type(text).__name__}", source=source)
     _state.reset(text, source, strict)
     try:
-        policies: list[Policy] = _parser().parse(text)
+        policies: list[Policy] = _parser().parse(text, MAX_PARSE_STACK)
     except (LexError, UnexpectedToken) as err:
         raise _syntax_error(text, source, err) from None
-    except RecursionError:
-        raise ParseError("policy text is nested too deeply", source=source) from None
+    except TooDeep as err:
+        tok = err.token
+        raise ParseError(
+            f"expression is nested too deeply (more than {MAX_NESTING} levels)",
+            span=Span.at(text, tok.start_pos, tok.end_pos),
+            text=text,
+            source=source,
+        ) from None
     finally:
         _state.reset("", None, False)
     return policies

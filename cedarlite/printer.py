@@ -16,11 +16,12 @@ when { resource.owner == principal };
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .ast import (
     WILDCARD,
     And,
+    Arith,
     Binary,
     BinOp,
     Call,
@@ -46,6 +47,7 @@ from .ast import (
     UnaryOp,
     Variable,
     is_valid_ident,
+    postorder,
 )
 from .errors import ParseError
 from .source import Span
@@ -72,7 +74,9 @@ WIDTH = 80
 """Line width the formatter aims for (as Cedar's formatter); longer atoms are left whole."""
 
 
-_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+"|//[^\n\r]*+')
+# A string literal (runs of plain characters between escapes) or a comment, possessive and
+# with disjoint alternatives: linear.
+_COMMENT = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|//[^\n\r]*+')
 
 
 def format_text(text: str, source: str | None = None, *, width: int = WIDTH) -> str:
@@ -156,40 +160,37 @@ def print_policy(policy: Policy, *, width: int = WIDTH) -> str:
 
 def _condition(cond: Condition, width: int) -> str:
     head = f"{cond.kind.value} {{ "
-    flat = print_expr(cond.body)
-    if len(head) + len(flat) + 2 <= width:
-        return f"{head}{flat} }}"
-    return f"{cond.kind.value} {{\n  {_layout(cond.body, _IF, 2, width)}\n}}"
+    texts = _Texts(cond.body)
+    if len(head) + texts.length(cond.body, _IF) + 2 <= width:
+        return f"{head}{texts.text(cond.body, _IF)} }}"
+    return f"{cond.kind.value} {{\n  {_layout(texts, cond.body, _IF, 2, width, 0)}\n}}"
 
 
-def _layout(e: Expr, needed: int, indent: int, width: int) -> str:
+MAX_LAYOUT_DEPTH = 32
+"""Nested ``&&``/``||`` chains are broken over lines this many levels deep, then kept flat."""
+
+
+def _layout(texts: _Texts, e: Expr, needed: int, indent: int, width: int, depth: int) -> str:
     """``e`` as text starting at column ``indent``: flat if it fits, else broken at its
     top-level ``&&``/``||`` operands and set elements (continuation lines are indented)."""
-    flat = _expr(e, needed)
-    if indent + len(flat) <= width:
-        return flat
+    if indent + texts.length(e, needed) <= width or depth >= MAX_LAYOUT_DEPTH:
+        return texts.text(e, needed)
     match e:
-        case And() | Or():
+        case And(operands=operands) | Or(operands=operands):
             op, level = ("&&", _AND) if isinstance(e, And) else ("||", _OR)
-            operands = []
-            while isinstance(e, And if op == "&&" else Or):  # the left spine: a && b && c
-                operands.append(e.right)
-                e = e.left
-            operands.append(e)
-            operands.reverse()
             inner = indent if level >= needed else indent + 2
-            parts = [_layout(operands[0], level, inner, width)]
-            parts += [_layout(x, level + 1, inner, width) for x in operands[1:]]
+            parts = [_layout(texts, operands[0], level, inner, width, depth + 1)]
+            parts += [_layout(texts, x, level + 1, inner, width, depth + 1) for x in operands[1:]]
             text = f" {op}\n{' ' * inner}".join(parts)
             if level < needed:
                 return f"(\n{' ' * inner}{text}\n{' ' * indent})"
             return text
         case SetLit(elements=elements):
-            return _wrap_list([print_expr(x) for x in elements], indent, width)
+            return _wrap_list([texts.text(x, _IF) for x in elements], indent, width)
         case Binary(op=BinOp.IN, left=left, right=SetLit(elements=elements)) if needed <= _REL:
-            head = f"{_expr(left, _ADD)} in "
-            return head + _wrap_list([print_expr(x) for x in elements], indent, width)
-    return flat
+            head = f"{texts.text(left, _ADD)} in "
+            return head + _wrap_list([texts.text(x, _IF) for x in elements], indent, width)
+    return texts.text(e, needed)
 
 
 def _wrap_list(items: list[str], indent: int, width: int) -> str:
@@ -237,85 +238,140 @@ def _scope(scope: Scope, width: int = WIDTH) -> str:
 
 
 def print_expr(expr: Expr) -> str:
-    """Cedar text for an expression."""
-    return _expr(expr, _IF)
+    """Cedar text for an expression (any depth, in time linear in the text)."""
+    return _Texts(expr).text(expr, _IF)
 
 
-def _paren(text: str, level: int, needed: int) -> str:
-    return f"({text})" if level < needed else text
+Part = str | tuple[Expr, int]
+"""A piece of a node's text: literal text, or an operand printed at a binding level."""
 
 
-def _expr(e: Expr, needed: int) -> str:
-    match e:
-        case Lit(value=value):
-            text = _literal(value)
-            negative = value.__class__ is int and value < 0
-            return _paren(text, _UNARY if negative else _MEMBER, needed)
-        case Variable(var=var):
-            return var.value
-        case Slot(slot=slot):
-            return slot.value
-        case If(cond=c, then_=t, else_=f):
-            text = f"if {_expr(c, _IF)} then {_expr(t, _IF)} else {_expr(f, _IF)}"
-            return _paren(text, _IF, needed)
-        case Or(left=left, right=right):
-            return _paren(f"{_expr(left, _OR)} || {_expr(right, _AND)}", _OR, needed)
-        case And(left=left, right=right):
-            return _paren(f"{_expr(left, _AND)} && {_expr(right, _REL)}", _AND, needed)
-        case Binary(op=op, left=left, right=right):
-            level = _LEVEL[op]
-            if level == _REL:
-                text = f"{_expr(left, _ADD)} {op.value} {_expr(right, _ADD)}"
-            else:
-                text = f"{_expr(left, level)} {op.value} {_expr(right, level + 1)}"
-            return _paren(text, level, needed)
-        case Has(expr=inner, path=path):
-            return _paren(f"{_expr(inner, _ADD)} has {_has_path(path)}", _REL, needed)
-        case Like(expr=inner, pattern=pattern):
-            return _paren(f"{_expr(inner, _ADD)} like {_pattern(pattern)}", _REL, needed)
-        case Is(expr=inner, entity_type=t, in_expr=None):
-            return _paren(f"{_expr(inner, _ADD)} is {t}", _REL, needed)
-        case Is(expr=inner, entity_type=t, in_expr=target):
-            text = f"{_expr(inner, _ADD)} is {t} in {_expr(target, _ADD)}"  # type: ignore[arg-type]
-            return _paren(text, _REL, needed)
-        case Unary(op=op, arg=arg):
-            return _paren(_unary(op, arg), _UNARY, needed)
-        case GetAttr(expr=inner, attr=attr):
-            access = f".{attr}" if _is_name(attr) else f"[{quote_string(attr)}]"
-            return _expr(inner, _MEMBER) + access
-        case MethodCall(receiver=receiver, name=name, args=args):
-            return f"{_expr(receiver, _MEMBER)}.{name}({_args(args)})"
-        case Call(name=name, args=args):
-            return f"{name}({_args(args)})"
-        case SetLit(elements=elements):
-            return f"[{_args(elements)}]"
-        case RecordLit(entries=entries):
-            return "{" + ", ".join(f"{_key(k)}: {print_expr(v)}" for k, v in entries) + "}"
-    raise TypeError(f"not an expression node: {e!r}")
+class _Texts:
+    """Prints the nodes of one tree without recursion, in time linear in the text.
+
+    Each node is described once by its *parts* (literal text and operands with the binding
+    level they need) and its own binding level; the flat length of every node is summed
+    bottom-up, so a layout decision never prints a sub-tree to measure it, and text is
+    emitted top-down on an explicit stack, parentheses added only where precedence requires.
+    """
+
+    def __init__(self, root: Expr) -> None:
+        self._shape: dict[int, tuple[int, list[Part]]] = {}
+        self._length: dict[int, int] = {}
+        for node in postorder(root):
+            level, parts = self._parts(node)
+            self._shape[id(node)] = level, parts
+            self._length[id(node)] = sum(
+                len(p) if isinstance(p, str) else self.length(*p) for p in parts
+            )
+
+    def length(self, e: Expr, needed: int) -> int:
+        """The length of :meth:`text` for a node of the tree."""
+        own = self._length[id(e)]
+        return own + 2 if self._shape[id(e)][0] < needed else own
+
+    def text(self, e: Expr, needed: int) -> str:
+        """The text of ``e`` (a node of the tree), parenthesized if it binds looser than
+        ``needed``."""
+        out: list[str] = []
+        stack: list[Part] = [(e, needed)]
+        while stack:
+            part = stack.pop()
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            node, wanted = part
+            level, parts = self._shape[id(node)]
+            if level < wanted:
+                stack.append(")")
+            stack.extend(reversed(parts))
+            if level < wanted:
+                stack.append("(")
+        return "".join(out)
+
+    def _parts(self, e: Expr) -> tuple[int, list[Part]]:
+        """The binding level of ``e`` and its parts."""
+        match e:
+            case Lit(value=value):
+                negative = value.__class__ is int and value < 0
+                return (_UNARY if negative else _MEMBER), [_literal(value)]
+            case Variable(var=var):
+                return _MEMBER, [var.value]
+            case Slot(slot=slot):
+                return _MEMBER, [slot.value]
+            case If(cond=c, then_=then_, else_=else_):
+                return _IF, ["if ", (c, _IF), " then ", (then_, _IF), " else ", (else_, _IF)]
+            case Or(operands=operands):
+                return _OR, _joined(operands, " || ", _OR, _AND)
+            case And(operands=operands):
+                return _AND, _joined(operands, " && ", _AND, _REL)
+            case Arith(operands=operands, ops=ops):
+                level = _LEVEL[ops[0]]
+                parts: list[Part] = [(operands[0], level)]
+                for op, x in zip(ops, operands[1:], strict=True):
+                    parts += [f" {op.value} ", (x, level + 1)]
+                return level, parts
+            case Binary(op=op, left=left, right=right):
+                return _REL, [(left, _ADD), f" {op.value} ", (right, _ADD)]
+            case Has(expr=inner, path=path):
+                return _REL, [(inner, _ADD), f" has {_has_path(path)}"]
+            case Like(expr=inner, pattern=pattern):
+                return _REL, [(inner, _ADD), f" like {_pattern(pattern)}"]
+            case Is(expr=inner, entity_type=type_name, in_expr=None):
+                return _REL, [(inner, _ADD), f" is {type_name}"]
+            case Is(expr=inner, entity_type=type_name, in_expr=Expr() as target):
+                return _REL, [(inner, _ADD), f" is {type_name} in ", (target, _ADD)]
+            case Unary(op=op, arg=arg):
+                return _UNARY, _unary(op, arg)
+            case GetAttr(expr=inner, attr=attr):
+                access = f".{attr}" if _is_name(attr) else f"[{quote_string(attr)}]"
+                return _MEMBER, [(inner, _MEMBER), access]
+            case MethodCall(receiver=receiver, name=name, args=args):
+                return _MEMBER, [(receiver, _MEMBER), f".{name}(", *_listed(args), ")"]
+            case Call(name=name, args=args):
+                return _MEMBER, [f"{name}(", *_listed(args), ")"]
+            case SetLit(elements=elements):
+                return _MEMBER, ["[", *_listed(elements), "]"]
+            case RecordLit(entries=entries):
+                record: list[Part] = ["{"]
+                for i, (key, item) in enumerate(entries):
+                    record += [", " if i else "", f"{_key(key)}: ", (item, _IF)]
+                return _MEMBER, [*record, "}"]
+        raise TypeError(f"not an expression node: {type(e).__name__}")
 
 
-def _unary(op: UnaryOp, arg: Expr) -> str:
+def _joined(operands: Sequence[Expr], sep: str, first: int, rest: int) -> list[Part]:
+    """``a sep b sep c``: the first operand at level ``first``, the others at ``rest``."""
+    parts: list[Part] = [(operands[0], first)]
+    for x in operands[1:]:
+        parts += [sep, (x, rest)]
+    return parts
+
+
+def _listed(items: Sequence[Expr]) -> list[Part]:
+    """Comma-separated operands (call arguments, set elements), each at the loosest level."""
+    parts: list[Part] = []
+    for i, x in enumerate(items):
+        parts += [", " if i else "", (x, _IF)]
+    return parts
+
+
+def _unary(op: UnaryOp, arg: Expr) -> list[Part]:
     """``!``/``-`` runs of at most four; a literal under ``-`` keeps its parentheses."""
     count = 1
     while isinstance(arg, Unary) and arg.op is op and count < 4:
         count += 1
         arg = arg.arg
     if op is UnaryOp.NEG and isinstance(arg, Lit) and arg.value.__class__ is int:
-        inner = f"({_literal(arg.value)})"  # `-5` would parse as the literal -5
-    elif isinstance(arg, Unary):
-        inner = f"({_expr(arg, _IF)})"  # `!-x` and five `!` in a row do not parse
-    else:
-        inner = _expr(arg, _MEMBER)
-    return op.value * count + inner
+        return [op.value * count, f"({_literal(arg.value)})"]  # `-5` would be the literal -5
+    if isinstance(arg, Unary):
+        return [op.value * count, (arg, _MEMBER + 1)]  # `!-x`, five `!`: parenthesized
+    return [op.value * count, (arg, _MEMBER)]
 
 
 def _is_name(name: str) -> bool:
     """``name`` can be written bare after ``.``, as a record key or in a dotted ``has``."""
     return is_valid_ident(name) and name != "__cedar"
-
-
-def _args(args: Iterable[Expr]) -> str:
-    return ", ".join(print_expr(a) for a in args)
 
 
 def _key(key: str) -> str:

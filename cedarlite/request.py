@@ -12,7 +12,13 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
-from .entities import JSONValueError, load_json, uid_from_json, value_from_json
+from .entities import (
+    JSONValueError,
+    check_json_limits,
+    load_json,
+    uid_from_json,
+    value_from_json,
+)
 from .errors import CedarliteError, ParseError, RequestError
 from .lexical import is_valid_type_name
 from .source import BadEscape, Span, decode_literal
@@ -47,8 +53,14 @@ class RequestSchema(Protocol):
 # Entity uids
 
 _UID_RE = re.compile(
-    r'([_a-zA-Z][_a-zA-Z0-9]*(?:::[_a-zA-Z][_a-zA-Z0-9]*)*)::("(?:[^"\\]|\\.)*")', re.S
+    r'([_a-zA-Z][_a-zA-Z0-9]*+(?:::[_a-zA-Z][_a-zA-Z0-9]*+)*+)::("[^"\\]*+(?:\\.[^"\\]*+)*+")',
+    re.S,
 )
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    """``text`` shortened for a message (uids come from callers and can be huge)."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
@@ -62,7 +74,7 @@ def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
     m = _UID_RE.fullmatch(stripped)
     if m is None:
         raise ParseError(
-            f'`{text}` is not an entity uid; expected `Type::"id"`',
+            f'`{_clip(text)}` is not an entity uid; expected `Type::"id"`',
             span=Span.at(text, 0, len(text)),
             text=text,
             source=source,
@@ -71,7 +83,8 @@ def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:
     type_name = m.group(1)
     if not is_valid_type_name(type_name):
         raise ParseError(
-            f"`{type_name}` is not a valid entity type name (reserved identifier or `__cedar`)",
+            f"`{_clip(type_name)}` is not a valid entity type name (reserved identifier or "
+            "`__cedar`)",
             span=Span.at(text, offset, offset + len(type_name)),
             text=text,
             source=source,
@@ -160,6 +173,8 @@ def make_request(
             raise RequestError("request context must be a JSON object")
         context_json = dict(context_json)
     if schema is not None:
+        if context_json:  # (the schema-less reading below checks the limits as it goes)
+            check_json_limits(context_json, "request context", RequestError)
         req = Request(*uids, EMPTY_RECORD)
         return schema.conform_request(req, context_json or {}, validate=validate)
     if not context_json:

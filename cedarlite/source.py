@@ -61,10 +61,22 @@ def render_snippet(text: str, span: Span, *, width: int = 1) -> str:
     if span.end > span.start:
         # Underline up to the end of the span or of the line, whichever comes first.
         width = max(1, min(span.end - span.start, len(line) - start_col))
+    if len(line) > SNIPPET_WIDTH:  # a long line (a huge literal, deep nesting): a window on it
+        first = max(0, min(start_col - SNIPPET_WIDTH // 4, len(line) - SNIPPET_WIDTH))
+        shown = line[first : first + SNIPPET_WIDTH]
+        head = "..." if first else ""
+        tail = "..." if first + SNIPPET_WIDTH < len(line) else ""
+        line = head + shown + tail
+        start_col += len(head) - first
+        width = max(1, min(width, len(head) + len(shown) - start_col))
     gutter = str(span.line)
     pad = " " * len(gutter)
     caret = " " * start_col + "^" * max(1, width)
     return f" {gutter} | {line}\n {pad} | {caret}"
+
+
+SNIPPET_WIDTH = 120
+"""Characters of a source line shown in an error snippet (longer lines show a window)."""
 
 
 # ---------------------------------------------------------------------------------------------

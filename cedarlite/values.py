@@ -17,13 +17,21 @@ elements), so equality goes through :func:`cedar_eq` and sets key their elements
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .errors import EvaluationError
 
 I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
+
+MAX_VALUE_DEPTH = 128
+"""Input values (entity attributes and tags, request contexts, tool arguments, configurations)
+nest sets/arrays and records/objects at most this deep, as Rust's JSON reader allows; deeper
+input is refused with the boundary's own error."""
+
+MAX_VALUE_SIZE = 1_000_000
+"""Elements (array items and object entries, at every level) one input value may hold."""
 
 
 class EntityUID(NamedTuple):
@@ -85,7 +93,8 @@ class CedarSet:
         self._hash: int | None = None
 
     @classmethod
-    def _from_keys(cls, keys: frozenset[Any]) -> CedarSet:
+    def of_keys(cls, keys: frozenset[Any]) -> CedarSet:
+        """A set from a frozenset of strings, longs and other non-bool values, taken as is."""
         s = cls.__new__(cls)
         s._keys = keys
         s._hash = None
@@ -113,10 +122,11 @@ class CedarSet:
         return not self._keys.isdisjoint(other._keys)
 
     def __eq__(self, other: object) -> bool:
-        return other.__class__ is CedarSet and self._keys == other._keys
+        return other.__class__ is CedarSet and _equal(self, other)
 
     def __hash__(self) -> int:
         if self._hash is None:
+            # The elements' hashes were taken when the frozenset was built: no recursion here.
             self._hash = hash(self._keys)
         return self._hash
 
@@ -132,15 +142,7 @@ class Record(dict):
     _hash: int
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Record or len(self) != len(other):
-            return False
-        for k, v in self.items():
-            if k not in other:
-                return False
-            w = other[k]
-            if v.__class__ is not w.__class__ or v != w:
-                return False
-        return True
+        return other.__class__ is Record and _equal(self, other)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -149,7 +151,8 @@ class Record(dict):
         try:
             return self._hash
         except AttributeError:
-            # Cedar-equal values hash alike (`true` and `1` collide, which is allowed).
+            if any(v.__class__ is Record for v in dict.values(self)):
+                return _record_hash(self)  # nested records are hashed first, without recursion
             self._hash = hash(frozenset(dict.items(self)))
             return self._hash
 
@@ -168,6 +171,140 @@ class Record(dict):
 
 EMPTY_RECORD = Record()
 EMPTY_SET = CedarSet()
+
+
+# ---------------------------------------------------------------------------------------------
+# Equality and hashing of sets and records, at any depth. Python compares and hashes nested
+# containers recursively, which stops at a few hundred levels, and set and record literals may
+# nest as deep as a policy does (see cedarlite.parser.MAX_NESTING). Here record hashes are
+# built children first on an explicit stack (and cached), and equality walks pairs of values
+# on an explicit stack, matching a set's nested elements through their (cached) hashes.
+
+_CONTAINERS = (Record, CedarSet)
+_SCALAR_KEYS = frozenset({str, int, EntityUID, _BoolKey})
+
+
+def _containers(value: Any) -> Iterator[Any]:
+    """The sets and records directly inside a set or record."""
+    items = value._keys if value.__class__ is CedarSet else dict.values(value)
+    return (v for v in items if v.__class__ is Record or v.__class__ is CedarSet)
+
+
+def _bottom_up(root: Any, done: Callable[[Any], bool], finish: Callable[[Any], None]) -> None:
+    """Call ``finish`` on every set or record in ``root`` not ``done`` yet, children first."""
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if ready:
+            finish(node)
+        elif not done(node):
+            stack.append((node, True))
+            stack.extend((c, False) for c in _containers(node) if not done(c))
+
+
+def _record_hash(record: Record) -> int:
+    """The hash of a record, its nested records hashed first (a set's elements are hashed when
+    it is built); Cedar-equal values hash alike (``true`` and ``1`` collide, which is fine)."""
+
+    def finish(node: Any) -> None:
+        if node.__class__ is Record:
+            node._hash = hash(frozenset(dict.items(node)))
+
+    _bottom_up(record, lambda node: node.__class__ is CedarSet or hasattr(node, "_hash"), finish)
+    return record._hash
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Cedar equality of two sets or two records (same class), without recursion. Each pair of
+    nested values is compared once, so values sharing sub-values cost their distinct parts."""
+    stack = [(a, b)]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        x, y = stack.pop()
+        if x is y or (id(x), id(y)) in seen:
+            continue
+        seen.add((id(x), id(y)))
+        cls = x.__class__
+        if cls is not y.__class__:
+            return False
+        if cls is Record:
+            if len(x) != len(y):
+                return False
+            for key, v in dict.items(x):
+                w = dict.get(y, key, _ABSENT)
+                if v is w:
+                    continue
+                if v.__class__ is not w.__class__:
+                    return False
+                if v.__class__ is Record or v.__class__ is CedarSet:
+                    stack.append((v, w))
+                elif v != w:
+                    return False
+        elif cls is CedarSet:
+            if not _pair_elements(x._keys, y._keys, stack):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+_ABSENT: Any = object()
+
+
+def _pair_elements(xs: frozenset[Any], ys: frozenset[Any], stack: list[Any]) -> bool:
+    """Whether two sets' elements can be equal: scalars are compared at once, each nested set
+    or record is paired (onto ``stack``) with the element of the other set of the same hash."""
+    if len(xs) != len(ys) or hash(xs) != hash(ys):
+        return False
+    if _SCALAR_KEYS.issuperset(map(type, xs)):
+        return xs == ys  # no set or record inside: no recursion
+    by_hash: dict[int, list[Any]] = {}
+    for e in ys:
+        by_hash.setdefault(hash(e), []).append(e)
+    for e in xs:
+        bucket = by_hash.get(hash(e))
+        if not bucket:
+            return False
+        if len(bucket) == 1:
+            match = bucket.pop()
+        else:  # distinct elements with one hash: settle it exactly (rare)
+            match = next((c for c in bucket if _same_by_ids(e, c)), _ABSENT)
+            if match is _ABSENT:
+                return False
+            bucket.remove(match)
+        if e.__class__ is not match.__class__:
+            return False
+        if e.__class__ is Record or e.__class__ is CedarSet:
+            stack.append((e, match))
+        elif e != match:
+            return False
+    return True
+
+
+def _same_by_ids(a: Any, b: Any) -> bool:
+    """Cedar equality of any two values through canonical ids numbered bottom-up in one table
+    (each distinct object once): exact and non-recursive, for hash collisions."""
+    if not isinstance(a, _CONTAINERS) or not isinstance(b, _CONTAINERS):
+        return a.__class__ is b.__class__ and a == b
+    ids: dict[Any, int] = {}
+    by_object: dict[int, int] = {}
+
+    def item(value: Any) -> Any:
+        cls = value.__class__
+        if cls is Record or cls is CedarSet:
+            return by_object[id(value)]
+        return cls, value  # the class keeps `true` and `1` apart
+
+    def finish(node: Any) -> None:
+        if node.__class__ is CedarSet:
+            key: Any = ("set", frozenset(item(_unkey(k)) for k in node._keys))
+        else:
+            key = ("record", frozenset((k, item(v)) for k, v in dict.items(node)))
+        by_object[id(node)] = ids.setdefault(key, len(ids))
+
+    for root in (a, b):
+        _bottom_up(root, lambda node: id(node) in by_object, finish)
+    return by_object[id(a)] == by_object[id(b)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 import cedarlite
 from cedarlite import ParseError, PolicySet, testing
+from cedarlite.parser import MAX_NESTING
 
 cedarpy = pytest.importorskip("cedarpy")
 
@@ -181,7 +182,7 @@ def test_did_you_mean_and_dialect_methods() -> None:
 
 def test_hostile_input_is_refused_cleanly() -> None:
     deep: dict[str, object] = {"Value": True}
-    for _ in range(300):
+    for _ in range(MAX_NESTING + 100):
         deep = {"!": {"arg": deep}}
     with pytest.raises(ParseError, match="nested too deeply"):
         PolicySet.from_json(_policy(deep))

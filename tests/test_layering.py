@@ -31,9 +31,10 @@ PACKAGE = ROOT / "cedarlite"
 # Bottom first. A name stands for that module and, unless a longer name is listed, the
 # modules below it (``cedarlite.tools`` covers the whole tools package: one stage).
 LAYERS: list[list[str]] = [
-    ["cedarlite._version", "cedarlite.source", "cedarlite.lexical"],
+    ["cedarlite._version", "cedarlite.source", "cedarlite.lexical", "cedarlite._trampoline"],
     ["cedarlite.errors"],
     ["cedarlite.values", "cedarlite._cache_dir"],
+    ["cedarlite._glob"],
     ["cedarlite._jsonloc"],
     ["cedarlite.ext._base"],
     ["cedarlite.ext.datetime", "cedarlite.ext.decimal", "cedarlite.ext.ipaddr"],

@@ -14,6 +14,7 @@ from cedarlite import ParseError, PolicySet
 from cedarlite.ast import (
     WILDCARD,
     And,
+    Arith,
     Binary,
     BinOp,
     Call,
@@ -121,12 +122,12 @@ def test_minus_folding() -> None:
 
 
 def test_precedence() -> None:
-    assert cond("true || false && true") == Or(Lit(True), And(Lit(False), Lit(True)))
+    assert cond("true || false && true") == Or((Lit(True), And((Lit(False), Lit(True)))))
     assert cond("1 + 2 * 3 == 7") == Binary(
-        BinOp.EQ, Binary(BinOp.ADD, Lit(1), Binary(BinOp.MUL, Lit(2), Lit(3))), Lit(7)
+        BinOp.EQ, Arith((Lit(1), Arith((Lit(2), Lit(3)), (BinOp.MUL,))), (BinOp.ADD,)), Lit(7)
     )
     assert cond("1 - 2 - 3 < 0") == Binary(
-        BinOp.LT, Binary(BinOp.SUB, Binary(BinOp.SUB, Lit(1), Lit(2)), Lit(3)), Lit(0)
+        BinOp.LT, Arith((Lit(1), Lit(2), Lit(3)), (BinOp.SUB, BinOp.SUB)), Lit(0)
     )
     assert cond("if true then 1 else 2") == If(Lit(True), Lit(1), Lit(2))
     assert cond("(1 < 2) == true") == Binary(BinOp.EQ, Binary(BinOp.LT, Lit(1), Lit(2)), Lit(True))
@@ -578,7 +579,9 @@ def test_non_text_input_is_a_parse_error(text: object) -> None:
 def test_deep_nesting_is_a_parse_error_not_a_crash() -> None:
     parens = "(" * 5000 + "1" + ")" * 5000  # parentheses add no nodes
     assert cond(f"{parens} == 1") == Binary(BinOp.EQ, Lit(1), Lit(1))
+    chain = cond(" + ".join(["1"] * 3000) + " == 3000")  # a chain is flat, however long
+    assert chain == Binary(BinOp.EQ, Arith((Lit(1),) * 3000, (BinOp.ADD,) * 2999), Lit(3000))
     nots = "!(" * 3000 + "true" + ")" * 3000
-    for deep in ("[" * 3000 + "]" * 3000, " + ".join(["1"] * 3000), nots):
+    for deep in ("[" * 3000 + "]" * 3000, nots):
         with pytest.raises(ParseError, match="nested too deeply"):
             PolicySet.from_str(f"permit(principal, action, resource) when {{ {deep} == 1 }};")

@@ -7,12 +7,26 @@ The expected verdicts in the rule tables were checked against cedarpy (the Rust 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 import cedarlite
 from cedarlite import ParseError, PolicySet, SchemaError, ValidationError
-from cedarlite.ast import Condition, ConditionKind, Effect, Lit, Policy, Scope, Unary, UnaryOp, Var
+from cedarlite.ast import (
+    And,
+    Condition,
+    ConditionKind,
+    Effect,
+    Expr,
+    If,
+    Lit,
+    Policy,
+    Scope,
+    Unary,
+    UnaryOp,
+    Var,
+)
 from cedarlite.schema import Schema
 from cedarlite.schema.validator import (
     ValidationIssue,
@@ -474,11 +488,12 @@ def test_unspanned_policies_still_validate() -> None:
     assert str(issue).startswith("<input>: error[unexpected-type]: policy `p`: ")
 
 
-def test_hand_built_deep_expressions_do_not_crash() -> None:
-    """Nesting far beyond what the parser accepts is reported, not a ``RecursionError``."""
-    body = Lit(True)
+def test_hand_built_deep_expressions_are_typed() -> None:
+    """Nesting far beyond what the parser accepts is typed (on an explicit stack)."""
+    body: Expr = Lit(True)
     for _ in range(5000):
         body = Unary(UnaryOp.NOT, body)
+    bad = If(Lit(1), body, body)
     policy = Policy(
         "p",
         Effect.PERMIT,
@@ -487,7 +502,11 @@ def test_hand_built_deep_expressions_do_not_crash() -> None:
         Scope(Var.RESOURCE),
         (Condition(ConditionKind.WHEN, body),),
     )
-    assert [i.code for i in validate(PolicySet([policy]), SCHEMA_MODEL).errors] == ["too-deep"]
+    assert validate(PolicySet([policy]), SCHEMA_MODEL).errors == ()
+    condition = (Condition(ConditionKind.WHEN, bad),)
+    policy = replace(policy, id="q", conditions=condition)
+    errors = validate(PolicySet([policy]), SCHEMA_MODEL).errors
+    assert [i.message for i in errors] == ["unexpected type: expected `Bool` but found `Long`"]
 
 
 def test_policy_condition_is_scope_then_conditions() -> None:
@@ -495,9 +514,11 @@ def test_policy_condition_is_scope_then_conditions() -> None:
     (policy,) = PolicySet.from_str(
         "permit(principal, action, resource) when { true } unless { false };"
     )
-    expr = policy_condition(policy)
-    assert expr.right.right.right.right == Unary(UnaryOp.NOT, Lit(False))  # type: ignore[attr-defined]
-    assert expr.left == Lit(True)  # type: ignore[attr-defined]
+    expr = policy_condition(policy)  # right-nested, as Rust's: p && (a && (r && (c1 && c2)))
+    for _ in range(4):
+        assert isinstance(expr, And) and len(expr.operands) == 2
+        expr = expr.operands[1]
+    assert expr == Unary(UnaryOp.NOT, Lit(False))
 
 
 def test_exported_from_the_package() -> None:

@@ -39,7 +39,7 @@ _DENY = Response(Decision.DENY)
 DECISION_CACHE_SIZE = 4096
 """Entries of each compiled policy set's decision cache (LRU)."""
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Version of the pickled state; bumped whenever the compiled representation changes."""
 
 

@@ -20,10 +20,10 @@ import sys
 from typing import Any
 
 from .. import _ops as ops
+from .._glob import Segments, like_segments
 from ..ast import (
-    RELATIONS,
-    WILDCARD,
     And,
+    Arith,
     Binary,
     BinOp,
     Call,
@@ -45,6 +45,8 @@ from ..ast import (
     UnaryOp,
     Var,
     Variable,
+    children,
+    postorder,
 )
 from ..errors import EvaluationError
 from ..evaluator import Evaluator
@@ -62,60 +64,49 @@ _BOOL_METHODS = frozenset(
 
 def returns_bool(e: Expr) -> bool:
     """``e`` evaluates to a Bool whenever it does not raise (so no Bool check is needed)."""
-    match e:
-        case Lit(value=v):
-            return v.__class__ is bool
-        case Binary(op=op):
-            return op in RELATIONS
-        case And() | Or() | Has() | Like() | Is():
-            return True
-        case Unary(op=UnaryOp.NOT):
-            return True
-        case MethodCall(name=name):
-            return name in _BOOL_METHODS
-        case If(then_=t, else_=f):
-            return returns_bool(t) and returns_bool(f)
-    return False
+    pending = [e]
+    while pending:  # iterative: `if` cascades may be deep
+        node = pending.pop()
+        match node:
+            case Lit(value=v):
+                if v.__class__ is not bool:
+                    return False
+            case Binary() | And() | Or() | Has() | Like() | Is() | Unary(op=UnaryOp.NOT):
+                pass  # Binary nodes are relations
+            case MethodCall(name=name):
+                if name not in _BOOL_METHODS:
+                    return False
+            case If(then_=t, else_=f):
+                pending += (t, f)
+            case _:
+                return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
 # Constant folding
 
 
-def _foldable(e: Expr) -> bool:
-    """No variables, slots or entity-store reads anywhere in ``e``."""
+def _reads_request(e: Expr) -> bool:
+    """``e`` itself reads a variable, a slot or the entity store (whatever its operands do)."""
     match e:
-        case Lit():
+        case Variable() | Slot() | GetAttr() | Has() | Binary(op=BinOp.IN):
             return True
-        case Variable() | Slot() | GetAttr() | Has():
-            return False
-        case Binary(op=BinOp.IN):
-            return False
-        case MethodCall(name=name, receiver=r, args=args):
-            if name in ops.ENTITY_METHODS:
-                return False
-            return _foldable(r) and all(_foldable(a) for a in args)
-        case Call(args=args):
-            return all(_foldable(a) for a in args)
-        case (
-            Binary(left=left, right=right)
-            | And(left=left, right=right)
-            | Or(left=left, right=right)
-        ):
-            return _foldable(left) and _foldable(right)
-        case Unary(arg=arg) | Like(expr=arg):
-            return _foldable(arg)
-        case Is(expr=x, in_expr=None):
-            return _foldable(x)
-        case Is():
-            return False
-        case If(cond=c, then_=t, else_=f):
-            return _foldable(c) and _foldable(t) and _foldable(f)
-        case SetLit(elements=elements):
-            return all(_foldable(x) for x in elements)
-        case RecordLit(entries=entries):
-            return all(_foldable(v) for _, v in entries)
+        case Is(in_expr=in_expr):
+            return in_expr is not None
+        case MethodCall(name=name):
+            return name in ops.ENTITY_METHODS
     return False
+
+
+def foldable_nodes(root: Expr) -> set[int]:
+    """The ids of the nodes of ``root`` with no variable, slot or entity-store read anywhere
+    in them (their value is a constant, or a constant error)."""
+    out: set[int] = set()
+    for node in postorder(root):
+        if not _reads_request(node) and all(id(c) in out for c in children(node)):
+            out.add(id(node))
+    return out
 
 
 class _NoEntities:
@@ -129,13 +120,16 @@ _FOLD_EVALUATOR = Evaluator(
 
 
 def _fold(e: Expr) -> tuple[bool, Any]:
-    """``(True, value)`` if ``e`` is a constant that evaluates without error."""
-    if isinstance(e, Lit) or not _foldable(e):
-        return False, None
+    """``(True, value)`` if the constant expression ``e`` evaluates without error."""
     try:
         return True, _FOLD_EVALUATOR.evaluate(e)
     except EvaluationError:
         return False, None
+
+
+CODEGEN_DEPTH = 24
+"""Sub-expressions nested deeper than this are not compiled to Python (whose parser stops at
+200 nested parentheses) but evaluated by the interpreter, which has no depth limit."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,6 +142,8 @@ class _Gen:
     def __init__(self) -> None:
         self.consts: list[Any] = []
         self._tmp = itertools.count()
+        self._foldable: set[int] = set()
+        self._depth = 0
 
     def const(self, value: Any) -> str:
         self.consts.append(value)
@@ -162,30 +158,48 @@ class _Gen:
             return repr(value)
         return self.const(value)
 
+    def condition(self, body: Expr) -> str:
+        """Source that evaluates a whole condition and checks it is a Bool."""
+        self._foldable = foldable_nodes(body)
+        return self.bool_(body)
+
     def bool_(self, e: Expr) -> str:
         """Source that evaluates ``e`` and checks it is a Bool."""
         code = self.expr(e)
         return code if returns_bool(e) else f"_b({code})"
 
     def expr(self, e: Expr) -> str:
-        ok, value = _fold(e)
-        if ok:
-            return self.literal(value)
-        match e:
-            case Lit(value=value):
+        """Source that evaluates ``e`` (a node of the tree given to :meth:`condition`)."""
+        if e.__class__ is Lit:
+            return self.literal(e.value)
+        if id(e) in self._foldable:
+            ok, value = _fold(e)
+            if ok:
                 return self.literal(value)
+        if self._depth >= CODEGEN_DEPTH:
+            return f"_ev({self.const(e)}, P, A, R, C, E)"
+        self._depth += 1
+        try:
+            return self._node(e)
+        finally:
+            self._depth -= 1
+
+    def _node(self, e: Expr) -> str:
+        match e:
             case Variable(var=var):
                 return _VAR_NAMES[var]
-            case And(left=left, right=right):
-                return f"({self.bool_(left)} and {self.bool_(right)})"
-            case Or(left=left, right=right):
-                return f"({self.bool_(left)} or {self.bool_(right)})"
+            case And(operands=operands):
+                return "(" + " and ".join(self.bool_(x) for x in operands) + ")"
+            case Or(operands=operands):
+                return "(" + " or ".join(self.bool_(x) for x in operands) + ")"
             case If(cond=c, then_=t, else_=f):
                 return f"({self.expr(t)} if {self.bool_(c)} else {self.expr(f)})"
             case Unary(op=UnaryOp.NOT, arg=arg):
                 return f"(not {self.bool_(arg)})"
             case Unary(op=UnaryOp.NEG, arg=arg):
                 return f"_neg({self.expr(arg)})"
+            case Arith(operands=operands, ops=arith_ops):
+                return self._arith(operands, arith_ops)
             case Binary(op=op, left=left, right=right):
                 return self._binary(op, left, right)
             case GetAttr(expr=inner, attr=attr):
@@ -218,7 +232,7 @@ class _Gen:
                 return f"Record({{{body}}})"
             case Slot(slot=slot):
                 raise ValueError(f"unlinked template slot `{slot.value}` in a condition")
-        raise TypeError(f"not an expression node: {e!r}")  # pragma: no cover
+        raise TypeError(f"not an expression node: {type(e).__name__}")  # pragma: no cover
 
     # -- operators ---------------------------------------------------------------------------
 
@@ -231,15 +245,23 @@ class _Gen:
         a, b = self.tmp(), self.tmp()
         lhs, rhs = self.expr(left), self.expr(right)
         both_int = f"(({a} := {lhs}).__class__ is int) & (({b} := {rhs}).__class__ is int)"
-        if op in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
-            r = self.tmp()
-            sym = op.value
-            fn = {BinOp.ADD: "_add", BinOp.SUB: "_sub", BinOp.MUL: "_mul"}[op]
-            return (
-                f"({r} if {both_int} and _LO <= ({r} := {a} {sym} {b}) <= _HI else {fn}({a}, {b}))"
-            )
         fn = {BinOp.LT: "_lt", BinOp.LE: "_le", BinOp.GT: "_gt", BinOp.GE: "_ge"}[op]
         return f"({a} {op.value} {b} if {both_int} else {fn}({a}, {b}))"
+
+    def _arith(self, operands: tuple[Expr, ...], arith_ops: tuple[BinOp, ...]) -> str:
+        """A chain ``a op b op c ...``: one step per operator, in a flat tuple (evaluated left
+        to right), so that a long chain does not nest Python expressions."""
+        acc, b, r = self.tmp(), self.tmp(), self.tmp()
+        steps = [f"({acc} := {self.expr(operands[0])})"]
+        for op, operand in zip(arith_ops, operands[1:], strict=True):
+            rhs = self.expr(operand)
+            fn = {BinOp.ADD: "_add", BinOp.SUB: "_sub", BinOp.MUL: "_mul"}[op]
+            both_int = f"({acc}.__class__ is int) & (({b} := {rhs}).__class__ is int)"
+            checked = f"_LO <= ({r} := {acc} {op.value} {b}) <= _HI"
+            steps.append(f"({acc} := {r} if {both_int} and {checked} else {fn}({acc}, {b}))")
+        if len(steps) == 2:
+            return f"({steps[0]}, {steps[1]})[1]"
+        return f"({', '.join(steps)})[-1]"
 
     def _eq(self, left: Expr, right: Expr) -> str:
         if isinstance(left, Lit) and not isinstance(right, Lit):
@@ -264,7 +286,8 @@ class _Gen:
         """``lhs in target``, the left side given as source (evaluated first)."""
         if isinstance(target, Lit) and target.value.__class__ is EntityUID:
             return f"_in_uid({lhs}, {self.literal(target.value)}, E)"
-        ok, value = _fold(target) if isinstance(target, SetLit) else (False, None)
+        constant = isinstance(target, SetLit) and id(target) in self._foldable
+        ok, value = _fold(target) if constant else (False, None)
         if ok and value is not None and all(v.__class__ is EntityUID for v in value):
             # A constant set of entities: its elements need no type check at run time.
             return f"_in_uids({lhs}, {self.const(frozenset(value))}, E)"
@@ -298,12 +321,13 @@ class _Gen:
         return f"({attr!r} in {v} if {assign}.__class__ is Record else _has({v}, {attr!r}, E))"
 
     def _like(self, inner: Expr, pattern: tuple[Any, ...]) -> str:
+        segments = like_segments(pattern)
         v = self.tmp()
-        test = _string_test(v, pattern)
-        pat = self.const(pattern)
+        test = _string_test(v, segments)
         if test is None:
-            return f"_like({self.expr(inner)}, {pat})"
-        return f"({test} if ({v} := {self.expr(inner)}).__class__ is str else _like({v}, {pat}))"
+            return f"_like_s({self.expr(inner)}, {self.const(segments)})"
+        segs = self.const(segments)
+        return f"({test} if ({v} := {self.expr(inner)}).__class__ is str else _like_s({v}, {segs}))"
 
     def _method(self, receiver: Expr, name: str, args: tuple[Expr, ...]) -> str:
         codes = [self.expr(receiver), *(self.expr(a) for a in args)]
@@ -325,20 +349,19 @@ def _tuple(codes: list[str]) -> str:
     return "()" if not codes else f"({', '.join(codes)},)"
 
 
-def _string_test(v: str, pattern: tuple[Any, ...]) -> str | None:
-    """A str-method test equivalent to matching ``pattern`` against variable ``v``, if any."""
-    stars = [i for i, el in enumerate(pattern) if el is WILDCARD]
-    if not stars:
-        text = "".join(pattern)
-        return f"{v} == {text!r}"
-    if len(stars) == len(pattern):
-        return "True"
-    if len(pattern) == 2 and stars == [1]:
-        return f"{v}.startswith({pattern[0]!r})"
-    if len(pattern) == 2 and stars == [0]:
-        return f"{v}.endswith({pattern[1]!r})"
-    if len(pattern) == 3 and stars == [0, 2]:
-        return f"({pattern[1]!r} in {v})"
+def _string_test(v: str, segments: Segments) -> str | None:
+    """A str-method test equivalent to matching ``segments`` against variable ``v``, if any."""
+    match segments:
+        case (text,):
+            return f"{v} == {text!r}"
+        case ("", ""):
+            return "True"
+        case (prefix, ""):
+            return f"{v}.startswith({prefix!r})"
+        case ("", suffix):
+            return f"{v}.endswith({suffix!r})"
+        case ("", middle, ""):
+            return f"({middle!r} in {v})"
     return None
 
 
@@ -353,7 +376,7 @@ def condition_source(policy: Policy) -> tuple[str, tuple[Any, ...]] | None:
     gen = _Gen()
     parts = []
     for cond in policy.conditions:
-        code = gen.bool_(cond.body)
+        code = gen.condition(cond.body)
         parts.append(code if cond.kind is ConditionKind.WHEN else f"(not {code})")
     # Interned: policies of one shape share one body (one compile, one pickled copy).
     return sys.intern(" and ".join(parts)), tuple(gen.consts)
@@ -362,4 +385,4 @@ def condition_source(policy: Policy) -> tuple[str, tuple[Any, ...]] | None:
 def compile_predicate(expr: Expr) -> CondFn:
     """A function deciding a boolean expression as a ``when`` clause would (compiled once)."""
     gen = _Gen()
-    return make_factory(sys.intern(gen.bool_(expr)))(tuple(gen.consts))
+    return make_factory(sys.intern(gen.condition(expr)))(tuple(gen.consts))

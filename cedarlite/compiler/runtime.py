@@ -21,6 +21,17 @@ CondFn = Callable[[EntityUID, EntityUID, EntityUID, Record, Any], bool]
 
 _MISSING = object()
 
+
+def _evaluate_deep(expr: Any, P: Any, A: Any, R: Any, C: Any, E: Any) -> Any:
+    """Run-time evaluation of a sub-expression nested too deeply to compile (see
+    ``codegen.CODEGEN_DEPTH``; the expression is a constant of the condition): the reference
+    interpreter, imported only when such a policy runs."""
+    from ..evaluator import Evaluator
+    from ..request import Request
+
+    return Evaluator(Request(P, A, R, C), E).evaluate(expr)
+
+
 # Names visible to generated code. Everything a condition calls comes from here.
 _GLOBALS: dict[str, Any] = {
     "__builtins__": {},
@@ -47,7 +58,8 @@ _GLOBALS: dict[str, Any] = {
     "_in_uids": ops.in_uids,
     "_has": ops.has_attr,
     "_ga": ops.get_attr,
-    "_like": ops.like,
+    "_like_s": ops.like_segments_match,
+    "_ev": _evaluate_deep,
     "_is": ops.is_,
     **{f"_e_{name}": fn for name, fn in ops.ENTITY_METHODS.items()},
     "_LO": I64_MIN,

@@ -189,11 +189,12 @@ def _civil_from_days(days: int) -> tuple[int, int, int]:
 # ---------------------------------------------------------------------------------------------
 # Parsing
 
+# Fixed-width fields, and digit runs ended by a unit letter (possessive): each linear.
 _DATE_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _HMS_RE = re.compile(r"T([0-9]{2}):([0-9]{2}):([0-9]{2})")
 _MS_OFFSET_RE = re.compile(r"(?:\.([0-9]{3}))?(?:Z|([+-])([0-9]{2})([0-9]{2}))")
 _DURATION_RE = re.compile(
-    r"(-?)(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?(?:([0-9]+)ms)?"
+    r"(-?)(?:([0-9]++)d)?(?:([0-9]++)h)?(?:([0-9]++)m)?(?:([0-9]++)s)?(?:([0-9]++)ms)?"
 )
 _DURATION_UNITS = (MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, MS_PER_SECOND, 1)
 
@@ -258,7 +259,9 @@ def _parse_duration(text: str) -> int:
     if text in ("", "-") or match is None:
         raise extension_error("duration", "invalid duration pattern")
     sign, *counts = match.groups()
-    numbers = [int(c) if c else 0 for c in counts]
+    if any(c and len(c.lstrip("0")) > 19 for c in counts):  # past u64: never int() it
+        raise extension_error("duration", "Duration overflows internal representation")
+    numbers = [int(c.lstrip("0") or "0") if c else 0 for c in counts]
     total = sum(n * unit for n, unit in zip(numbers, _DURATION_UNITS, strict=True))
     if sign:
         total = -total

@@ -33,7 +33,8 @@ _NEWER_DIGITS = (
     "\U0001e5f1-\U0001e5fa"
 )
 _DIGIT = rf"[\d{_NEWER_DIGITS}]"
-_DECIMAL_RE = re.compile(rf"(-?{_DIGIT}+)\.({_DIGIT}+)")
+# Two possessive digit runs around the point: linear, nothing to backtrack.
+_DECIMAL_RE = re.compile(rf"(-?{_DIGIT}++)\.({_DIGIT}++)")
 
 
 class Decimal(ExtensionValue):
@@ -79,10 +80,16 @@ def _overflow() -> Exception:
 
 
 def _ascii_int(digits: str) -> int:
-    """``int(digits)`` for ASCII digits (with an optional ``-``), like Rust's ``i64::from_str``."""
-    if not digits.lstrip("-").isascii():
+    """``int(digits)`` for ASCII digits (with an optional ``-``), like Rust's ``i64::from_str``.
+
+    More than 19 significant digits overflow an i64 whatever they are, so a huge digit string
+    is never converted (Python refuses, or takes quadratic time, past a few thousand digits).
+    """
+    sign = "-" if digits.startswith("-") else ""
+    significant = digits[len(sign) :].lstrip("0")
+    if not significant.isascii() or len(significant) > 19:
         raise _overflow()
-    return int(digits)
+    return int(sign + (significant or "0"))
 
 
 def _parse(text: str) -> int:

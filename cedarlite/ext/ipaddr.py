@@ -25,6 +25,7 @@ _MAX_TEXT_BYTES = 43
 _WIDTH = {4: 32, 6: 128}
 _PREFIX_MAX_DIGITS = {4: 2, 6: 3}
 
+# Bounded repeats on short parts: constant work each.
 _V4_PART = re.compile(r"0|[1-9][0-9]{0,2}")
 _V6_GROUP = re.compile(r"[0-9A-Fa-f]{1,4}")
 

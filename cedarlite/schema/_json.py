@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 
 Path = tuple[str | int, ...]
 
-_IDENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
+# A single run of identifier characters: one linear pass, nothing to backtrack.
+_IDENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*+")
 _PRIMITIVES: Mapping[str, CedarType] = {"Long": LONG, "String": STRING, "Boolean": BOOL}
 _TYPE_FIELDS = ("type", "element", "attributes", "additionalAttributes", "name")
 # The fields each built-in type takes besides `type`; other `type` values name common types.

@@ -25,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from .._trampoline import Step, run
 from ..ast import (
     And,
+    Arith,
     Binary,
     BinOp,
     Call,
@@ -174,6 +176,8 @@ def _hint(default: str | None = None, **by_kind: str) -> Callable[[CedarType], s
 
 _KINDS = {SetType: "set", EntityType: "entity", RecordType: "record"}
 _HAS_HINT = _hint(set="to test set membership use `contains`", string="use `like` on strings")
+_IN_HINT = _hint("to test set membership use `contains`")
+_CONCAT_HINT = _hint(string="strings cannot be concatenated")
 _CONTAINS_HINT = _hint(
     entity="for entity membership use `in`", record="to test for an attribute use `has`"
 )
@@ -189,13 +193,20 @@ class EnvTypechecker:
 
     # -- entry points --------------------------------------------------------------------------
 
-    def check(self, expr: Expr, caps: Capabilities = NO_CAPS) -> Typed:
-        """The type and capabilities of ``expr`` given the capabilities ``caps``."""
+    def check(self, expr: Expr, caps: Capabilities = NO_CAPS) -> Step[Typed] | Typed:
+        """The type and capabilities of ``expr`` given the capabilities ``caps``: a result for
+        a leaf, else a computation for :func:`~cedarlite._trampoline.run` (every typing rule
+        yields the typing of its operands, so any depth of nesting is typed without
+        recursion)."""
         return _DISPATCH[expr.__class__](self, expr, caps)
+
+    def type_of(self, expr: Expr, caps: Capabilities = NO_CAPS) -> Typed:
+        """The type and capabilities of ``expr`` given the capabilities ``caps``."""
+        return run(self.check(expr, caps))
 
     def policy_type(self, condition: Expr) -> CedarType | None:
         """The type of a whole policy condition, which must be a Bool."""
-        return self.expect(condition, NO_CAPS, WANT_BOOL)[0]
+        return run(self.expect(condition, NO_CAPS, WANT_BOOL))[0]
 
     # -- reporting -----------------------------------------------------------------------------
 
@@ -209,9 +220,30 @@ class EnvTypechecker:
         caps: Capabilities,
         want: _Want,
         hint: Callable[[CedarType], str | None] | None = None,
-    ) -> Typed:
+    ) -> Step[Typed] | Typed:
         """Type ``expr`` and check it is what ``want`` accepts (else report; type ``None``)."""
-        t, out = self.check(expr, caps)
+        checked = self.check(expr, caps)
+        if checked.__class__ is tuple:  # a leaf, typed already: no generator needed
+            return self._accept(expr, checked, want, hint)
+        return self._accept_later(expr, checked, want, hint)  # type: ignore[arg-type]
+
+    def _accept_later(
+        self,
+        expr: Expr,
+        checked: Step[Typed],
+        want: _Want,
+        hint: Callable[[CedarType], str | None] | None,
+    ) -> Step[Typed]:
+        return self._accept(expr, (yield checked), want, hint)
+
+    def _accept(
+        self,
+        expr: Expr,
+        checked: Typed,
+        want: _Want,
+        hint: Callable[[CedarType], str | None] | None,
+    ) -> Typed:
+        t, out = checked
         if t is None:
             return None, NO_CAPS
         if not want.accepts(t):
@@ -264,82 +296,94 @@ class EnvTypechecker:
 
     # -- short-circuiting ----------------------------------------------------------------------
 
-    def _if(self, e: If, caps: Capabilities) -> Typed:
-        test, test_caps = self.expect(e.cond, caps, WANT_BOOL)
+    def _if(self, e: If, caps: Capabilities) -> Step[Typed]:
+        test, test_caps = yield self.expect(e.cond, caps, WANT_BOOL)
         if test is TRUE:
-            then, then_caps = self.check(e.then_, caps | test_caps)
+            then, then_caps = yield self.check(e.then_, caps | test_caps)
             return then, then_caps | test_caps
         if test is FALSE:
-            return self.check(e.else_, caps)
-        then, then_caps = self.check(e.then_, caps | test_caps)
-        other, else_caps = self.check(e.else_, caps)
+            return (yield self.check(e.else_, caps))
+        then, then_caps = yield self.check(e.then_, caps | test_caps)
+        other, else_caps = yield self.check(e.else_, caps)
         joined = self.lub_or_report(e, (then, other))
         if joined is None or test is None:
             return joined, NO_CAPS
         return joined, (then_caps | test_caps) & else_caps
 
-    def _and(self, left: Expr, right: Expr, caps: Capabilities) -> Typed:
-        lt, lcaps = self.expect(left, caps, WANT_BOOL)
-        if lt is FALSE:
-            return FALSE, NO_CAPS
-        rt, rcaps = self.expect(right, caps | lcaps, WANT_BOOL)
-        if lt is None or rt is None:
-            return BOOL, NO_CAPS
-        if rt is FALSE:
-            return FALSE, NO_CAPS
-        if rt is TRUE:
-            return lt, lcaps | rcaps
-        if lt is TRUE:
-            # As in Cedar's typechecker, only the right operand's capabilities survive here.
-            return rt, rcaps
-        return BOOL, lcaps | rcaps
+    def _and(self, operands: tuple[Expr, ...], caps: Capabilities) -> Step[Typed]:
+        """``a && b && c`` typed as Cedar's left-nested ``(a && b) && c``: each operand is
+        combined with the result so far, and sees its capabilities."""
+        lt, lcaps = yield self.expect(operands[0], caps, WANT_BOOL)
+        for right in operands[1:]:
+            if lt is FALSE:
+                return FALSE, NO_CAPS
+            rt, rcaps = yield self.expect(right, caps | lcaps, WANT_BOOL)
+            if lt is None or rt is None:
+                lt, lcaps = BOOL, NO_CAPS
+            elif rt is FALSE:
+                lt, lcaps = FALSE, NO_CAPS
+            elif rt is TRUE:
+                lcaps = lcaps | rcaps
+            elif lt is TRUE:
+                # As in Cedar's typechecker, only the right operand's capabilities survive here.
+                lt, lcaps = rt, rcaps
+            else:
+                lt, lcaps = BOOL, lcaps | rcaps
+        return lt, lcaps
 
-    def _and_node(self, e: And, caps: Capabilities) -> Typed:
-        return self._and(e.left, e.right, caps)
+    def _and_node(self, e: And, caps: Capabilities) -> Step[Typed]:
+        return self._and(e.operands, caps)
 
-    def _or(self, e: Or, caps: Capabilities) -> Typed:
-        lt, lcaps = self.expect(e.left, caps, WANT_BOOL)
-        if lt is TRUE:
-            return TRUE, lcaps
-        rt, rcaps = self.expect(e.right, caps, WANT_BOOL)
-        if lt is None or rt is None:
-            return BOOL, NO_CAPS
-        if rt is TRUE:
-            return TRUE, rcaps
-        if rt is FALSE:
-            return lt, lcaps
-        if lt is FALSE:
-            return rt, rcaps
-        return BOOL, lcaps & rcaps
+    def _or(self, e: Or, caps: Capabilities) -> Step[Typed]:
+        """``a || b || c`` typed as Cedar's left-nested ``(a || b) || c``."""
+        lt, lcaps = yield self.expect(e.operands[0], caps, WANT_BOOL)
+        for right in e.operands[1:]:
+            if lt is TRUE:
+                return TRUE, lcaps
+            rt, rcaps = yield self.expect(right, caps, WANT_BOOL)
+            if lt is None or rt is None:
+                lt, lcaps = BOOL, NO_CAPS
+            elif rt is TRUE:
+                lt, lcaps = TRUE, rcaps
+            elif rt is FALSE:
+                pass
+            elif lt is FALSE:
+                lt, lcaps = rt, rcaps
+            else:
+                lt, lcaps = BOOL, lcaps & rcaps
+        return lt, lcaps
 
     # -- operators -----------------------------------------------------------------------------
 
-    def _unary(self, e: Unary, caps: Capabilities) -> Typed:
+    def _unary(self, e: Unary, caps: Capabilities) -> Step[Typed]:
         if e.op is UnaryOp.NOT:
-            t, _ = self.expect(e.arg, caps, WANT_BOOL)
+            t, _ = yield self.expect(e.arg, caps, WANT_BOOL)
             return (BOOL if t is None else negate(t)), NO_CAPS
-        self.expect(e.arg, caps, WANT_LONG)
+        yield self.expect(e.arg, caps, WANT_LONG)
         return LONG, NO_CAPS
 
-    def _binary(self, e: Binary, caps: Capabilities) -> Typed:
+    def _arith(self, e: Arith, caps: Capabilities) -> Step[Typed]:
+        # Each operand is checked by the operator that first uses it (`a + b - c` is
+        # `(a + b) - c`: `a` and `b` by `+`, `c` by `-`).
+        for i, operand in enumerate(e.operands):
+            op = e.ops[max(i - 1, 0)]
+            yield self.expect(operand, caps, WANT_LONG, _CONCAT_HINT if op is BinOp.ADD else None)
+        return LONG, NO_CAPS
+
+    def _binary(self, e: Binary, caps: Capabilities) -> Step[Typed]:
         op = e.op
         if op is BinOp.EQ:
-            return self._equals(e, caps), NO_CAPS
+            return (yield self._equals(e, caps)), NO_CAPS
         if op is BinOp.NEQ:
-            return negate(self._equals(e, caps)), NO_CAPS
+            return negate((yield self._equals(e, caps))), NO_CAPS
         if op is BinOp.IN:
-            return self._in(e.left, e.right, caps), NO_CAPS
-        if op in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
-            hint = _hint(string="strings cannot be concatenated") if op is BinOp.ADD else None
-            self.expect(e.left, caps, WANT_LONG, hint)
-            self.expect(e.right, caps, WANT_LONG, hint)
-            return LONG, NO_CAPS
-        self._compare(e, caps)  # `a > b` is `!(a <= b)`, `a >= b` is `!(a < b)`: Bool either way
+            return (yield self._in(e.left, e.right, caps)), NO_CAPS
+        yield self._compare(e, caps)  # `a > b` is `!(a <= b)`, `a >= b` is `!(a < b)`: a Bool
         return BOOL, NO_CAPS
 
-    def _equals(self, e: Binary, caps: Capabilities) -> CedarType:
-        lt, _ = self.check(e.left, caps)
-        rt, _ = self.check(e.right, caps)
+    def _equals(self, e: Binary, caps: Capabilities) -> Step[CedarType]:
+        lt, _ = yield self.check(e.left, caps)
+        rt, _ = yield self.check(e.right, caps)
         if lt is not None and rt is not None and disjoint(lt, rt):
             return FALSE
         left, right = self._literal(e.left), self._literal(e.right)
@@ -357,9 +401,9 @@ class EnvTypechecker:
             return EntityUID, self.env.action
         return None
 
-    def _compare(self, e: Binary, caps: Capabilities) -> None:
-        lt, _ = self.check(e.left, caps)
-        rt, _ = self.check(e.right, caps)
+    def _compare(self, e: Binary, caps: Capabilities) -> Step[None]:
+        lt, _ = yield self.check(e.left, caps)
+        rt, _ = yield self.check(e.right, caps)
         if lt is None or rt is None or (lt == rt and lt in COMPARABLE):
             return
         if LONG in (lt, rt) or lt in COMPARABLE or rt in COMPARABLE:
@@ -375,9 +419,9 @@ class EnvTypechecker:
 
     # -- `in` ----------------------------------------------------------------------------------
 
-    def _in(self, lhs: Expr, rhs: Expr, caps: Capabilities) -> CedarType:
-        lt, _ = self.expect(lhs, caps, WANT_ENTITY, _hint("to test set membership use `contains`"))
-        rt, _ = self.expect(rhs, caps, WANT_ENTITIES, _HAS_HINT)
+    def _in(self, lhs: Expr, rhs: Expr, caps: Capabilities) -> Step[CedarType]:
+        lt, _ = yield self.expect(lhs, caps, WANT_ENTITY, _IN_HINT)
+        rt, _ = yield self.expect(rhs, caps, WANT_ENTITIES, _HAS_HINT)
         if lt is None or rt is None:
             return BOOL
         lhs_uid = self._literal_uid(lhs)
@@ -389,7 +433,7 @@ class EnvTypechecker:
             members = actions_in(self.schema, groups)
             return BOOL if members is None else singleton(lhs_uid in members)
         target = rt.element if rt.__class__ is SetType else rt
-        if not self._may_be_in(lt.name, target.name):  # type: ignore[attr-defined]
+        if not self._may_be_in(lt.name, target.name):  # type: ignore[union-attr]
             return FALSE
         return BOOL
 
@@ -426,8 +470,8 @@ class EnvTypechecker:
         definition = self.schema.entity_types.get(t.name)  # type: ignore[attr-defined]
         return EMPTY_RECORD if definition is None else definition.shape
 
-    def _get_attr(self, e: GetAttr, caps: Capabilities) -> Typed:
-        t, _ = self.expect(e.expr, caps, WANT_ENTITY_OR_RECORD)
+    def _get_attr(self, e: GetAttr, caps: Capabilities) -> Step[Typed]:
+        t, _ = yield self.expect(e.expr, caps, WANT_ENTITY_OR_RECORD)
         if t is None:
             return None, NO_CAPS
         return self._access(e, e.expr, t, e.attr, caps), NO_CAPS
@@ -474,10 +518,10 @@ class EnvTypechecker:
 
     def _quiet_type(self, e: Expr) -> CedarType | None:
         """The type of ``e`` without reporting anything (used to word messages)."""
-        return EnvTypechecker(self.schema, self.env, []).check(e)[0]
+        return EnvTypechecker(self.schema, self.env, []).type_of(e)[0]
 
-    def _has(self, e: Has, caps: Capabilities) -> Typed:
-        t, _ = self.expect(e.expr, caps, WANT_ENTITY_OR_RECORD, _HAS_HINT)
+    def _has(self, e: Has, caps: Capabilities) -> Step[Typed]:
+        t, _ = yield self.expect(e.expr, caps, WANT_ENTITY_OR_RECORD, _HAS_HINT)
         if t is None:
             return BOOL, NO_CAPS
         if len(e.path) == 1:
@@ -538,26 +582,28 @@ class EnvTypechecker:
 
     # -- other relations -----------------------------------------------------------------------
 
-    def _like(self, e: Like, caps: Capabilities) -> Typed:
-        self.expect(e.expr, caps, WANT_STRING, _hint(entity="to test an entity's type use `is`"))
+    def _like(self, e: Like, caps: Capabilities) -> Step[Typed]:
+        yield self.expect(
+            e.expr, caps, WANT_STRING, _hint(entity="to test an entity's type use `is`")
+        )
         return BOOL, NO_CAPS
 
-    def _is(self, e: Is, caps: Capabilities) -> Typed:
+    def _is(self, e: Is, caps: Capabilities) -> Step[Typed]:
         if e.in_expr is not None:  # `x is T in y` is `x is T && x in y`
-            return self._and(
-                Is(e.expr, e.entity_type, span=e.span),
-                Binary(BinOp.IN, e.expr, e.in_expr, span=e.span),
-                caps,
-            )
-        t, _ = self.expect(e.expr, caps, WANT_ENTITY)
+            is_t = Is(e.expr, e.entity_type, span=e.span)
+            in_y = Binary(BinOp.IN, e.expr, e.in_expr, span=e.span)
+            return (yield self._and((is_t, in_y), caps))
+        t, _ = yield self.expect(e.expr, caps, WANT_ENTITY)
         if t is None:
             return BOOL, NO_CAPS
-        return singleton(t.name == e.entity_type), NO_CAPS  # type: ignore[attr-defined]
+        return singleton(t.name == e.entity_type), NO_CAPS
 
     # -- sets and records ----------------------------------------------------------------------
 
-    def _set(self, e: SetLit, caps: Capabilities) -> Typed:
-        types = [self.check(x, caps)[0] for x in e.elements]
+    def _set(self, e: SetLit, caps: Capabilities) -> Step[Typed]:
+        types = []
+        for x in e.elements:
+            types.append((yield self.check(x, caps))[0])
         if not types:
             self.report(
                 "empty-set",
@@ -569,10 +615,10 @@ class EnvTypechecker:
         element = self.lub_or_report(e, types)
         return (None if element is None else SetType(element)), NO_CAPS
 
-    def _record(self, e: RecordLit, caps: Capabilities) -> Typed:
+    def _record(self, e: RecordLit, caps: Capabilities) -> Step[Typed]:
         attributes: dict[str, Attribute] = {}
         for key, value in e.entries:
-            t = self.check(value, caps)[0]
+            t = (yield self.check(value, caps))[0]
             if t is None:
                 return None, NO_CAPS
             attributes[key] = Attribute(t)
@@ -580,44 +626,46 @@ class EnvTypechecker:
 
     # -- methods and extension functions -------------------------------------------------------
 
-    def _call(self, e: Call, caps: Capabilities) -> Typed:
+    def _call(self, e: Call, caps: Capabilities) -> Step[Typed]:
         return self._ext_call(e, FUNCTIONS.get(e.name), e.args, caps)
 
-    def _method(self, e: MethodCall, caps: Capabilities) -> Typed:
+    def _method(self, e: MethodCall, caps: Capabilities) -> Step[Typed]:
         name = e.name
         if name == "contains":
-            return self._contains(e, caps), NO_CAPS
+            return (yield self._contains(e, caps)), NO_CAPS
         if name in ("containsAll", "containsAny"):
-            left, _ = self.expect(e.receiver, caps, WANT_SET, _CONTAINS_HINT)
+            left, _ = yield self.expect(e.receiver, caps, WANT_SET, _CONTAINS_HINT)
             one = _hint("for one element use `contains`")
-            right, _ = self.expect(e.args[0], caps, WANT_SET, one)
+            right, _ = yield self.expect(e.args[0], caps, WANT_SET, one)
             if left is not None and right is not None:
                 self.lub_or_report(e, (left, right))
             return BOOL, NO_CAPS
         if name == "isEmpty":
-            self.expect(e.receiver, caps, WANT_SET, _hint(string='compare with `""`'))
+            yield self.expect(e.receiver, caps, WANT_SET, _hint(string='compare with `""`'))
             return BOOL, NO_CAPS
         if name == "hasTag":
-            return self._has_tag(e, caps)
+            return (yield self._has_tag(e, caps))
         if name == "getTag":
-            return self._get_tag(e, caps), NO_CAPS
+            return (yield self._get_tag(e, caps)), NO_CAPS
         if name in ("startsWith", "endsWith"):  # cedarlite's dialect: (String, String) -> Bool
-            self.expect(e.receiver, caps, WANT_STRING)
-            self.expect(e.args[0], caps, WANT_STRING)
+            yield self.expect(e.receiver, caps, WANT_STRING)
+            yield self.expect(e.args[0], caps, WANT_STRING)
             return BOOL, NO_CAPS
-        return self._ext_call(e, METHODS.get(name), (e.receiver, *e.args), caps)
+        return (yield self._ext_call(e, METHODS.get(name), (e.receiver, *e.args), caps))
 
-    def _contains(self, e: MethodCall, caps: Capabilities) -> CedarType:
-        container, _ = self.expect(e.receiver, caps, WANT_SET, _CONTAINS_HINT)
-        element, _ = self.check(e.args[0], caps)
+    def _contains(self, e: MethodCall, caps: Capabilities) -> Step[CedarType]:
+        container, _ = yield self.expect(e.receiver, caps, WANT_SET, _CONTAINS_HINT)
+        element, _ = yield self.check(e.args[0], caps)
         if container is not None and element is not None:
-            self.lub_or_report(e, (container.element, element))  # type: ignore[attr-defined]
+            self.lub_or_report(e, (container.element, element))
         return BOOL
 
-    def _tag_operands(self, e: MethodCall, caps: Capabilities) -> tuple[CedarType, Any] | None:
+    def _tag_operands(
+        self, e: MethodCall, caps: Capabilities
+    ) -> Step[tuple[CedarType, Any] | None]:
         """The receiver's type and the tags capability key, or ``None`` when untypable."""
-        owner, _ = self.expect(e.receiver, caps, WANT_ENTITY)
-        key, _ = self.expect(e.args[0], caps, WANT_STRING)
+        owner, _ = yield self.expect(e.receiver, caps, WANT_ENTITY)
+        key, _ = yield self.expect(e.args[0], caps, WANT_STRING)
         if owner is None or key is None:
             return None
         return owner, (e.receiver, ("tag", e.args[0]))
@@ -626,8 +674,8 @@ class EnvTypechecker:
         definition = self.schema.entity_types.get(t.name)  # type: ignore[attr-defined]
         return None if definition is None else definition.tags
 
-    def _has_tag(self, e: MethodCall, caps: Capabilities) -> Typed:
-        operands = self._tag_operands(e, caps)
+    def _has_tag(self, e: MethodCall, caps: Capabilities) -> Step[Typed]:
+        operands = yield self._tag_operands(e, caps)
         if operands is None:
             return BOOL, NO_CAPS
         owner, key = operands
@@ -637,8 +685,8 @@ class EnvTypechecker:
             result = TRUE if key in caps else BOOL
         return result, frozenset((key,))
 
-    def _get_tag(self, e: MethodCall, caps: Capabilities) -> CedarType | None:
-        operands = self._tag_operands(e, caps)
+    def _get_tag(self, e: MethodCall, caps: Capabilities) -> Step[CedarType | None]:
+        operands = yield self._tag_operands(e, caps)
         if operands is None:
             return None
         owner, key = operands
@@ -648,17 +696,17 @@ class EnvTypechecker:
             self.report(
                 "unsafe-tag-access",
                 e,
-                f"tag `{tag}` of entity type `{owner.name}` may be missing",  # type: ignore[attr-defined]
+                f"tag `{tag}` of entity type `{owner.name}` may be missing",
                 f"guard the access with `{print_expr(e.receiver)}.hasTag({tag}) && ...`",
             )
             return None
         if tag_type is None:
-            self.report("no-tags", e, f"entity type `{owner.name}` has no tags")  # type: ignore[attr-defined]
+            self.report("no-tags", e, f"entity type `{owner.name}` has no tags")
         return tag_type
 
     def _ext_call(
         self, e: Expr, func: ExtFunction | None, args: Sequence[Expr], caps: Capabilities
-    ) -> Typed:
+    ) -> Step[Typed]:
         name = getattr(e, "name", "")
         if func is None:  # the parser only lets registered names through
             self.report("unknown-function", e, f"`{name}` is not an extension function")
@@ -666,10 +714,10 @@ class EnvTypechecker:
         returns = REGISTRY_TYPES[func.returns]
         if not self._ext_arguments_ok(e, func, args):
             for arg in args:
-                self.check(arg, caps)
+                yield self.check(arg, caps)
             return returns, NO_CAPS
         for arg, param in zip(args, func.params, strict=True):
-            self.expect(arg, caps, WANT_PARAM[param])
+            yield self.expect(arg, caps, WANT_PARAM[param])
         return returns, NO_CAPS
 
     def _ext_arguments_ok(self, e: Expr, func: ExtFunction, args: Sequence[Expr]) -> bool:
@@ -710,12 +758,13 @@ class EnvTypechecker:
         return True
 
 
-_DISPATCH: dict[type, Callable[[EnvTypechecker, Any, Capabilities], Typed]] = {
+_DISPATCH: dict[type, Callable[[EnvTypechecker, Any, Capabilities], Step[Typed] | Typed]] = {
     Lit: EnvTypechecker._lit,
     Variable: EnvTypechecker._variable,
     Slot: EnvTypechecker._slot,
     If: EnvTypechecker._if,
     And: EnvTypechecker._and_node,
+    Arith: EnvTypechecker._arith,
     Or: EnvTypechecker._or,
     Unary: EnvTypechecker._unary,
     Binary: EnvTypechecker._binary,

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..ast import (
     And,
+    Arith,
     Binary,
     BinOp,
     Expr,
@@ -48,8 +49,9 @@ from ..ast import (
 )
 from ..entities import Entities
 from ..errors import EvaluationError
-from ..evaluator import Evaluator, Request
+from ..evaluator import Evaluator
 from ..ext import Datetime, Decimal, Duration
+from ..request import Request
 from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, type_name
 
 Input = tuple[Any, ...]
@@ -462,6 +464,9 @@ class Analysis:
                     continue
                 case Unary(op=UnaryOp.NEG, arg=arg):
                     stack.append((arg, "long"))
+                    continue
+                case Arith(operands=operands):
+                    stack.extend((c, "long") for c in operands)
                     continue
                 case If(cond=c, then_=t, else_=f):
                     stack += [(c, "bool"), (t, want), (f, want)]

@@ -42,9 +42,10 @@ from ..ast import Var, is_action_type
 from ..authorizer import Decision, Response, is_authorized
 from ..entities import Entities
 from ..errors import CedarliteError
-from ..evaluator import Evaluator, Request
+from ..evaluator import Evaluator
 from ..ext import Datetime, Decimal, Duration, IPAddr
 from ..policyset import PolicySet
+from ..request import Request
 from ..values import EMPTY_RECORD, CedarSet, EntityUID, Record, to_cedar, to_json_value
 from ._analysis import Analysis, Atom, Element, Hints, Input, kind_of, shared_key
 

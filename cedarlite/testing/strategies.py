@@ -59,6 +59,7 @@ from .. import ast
 from ..ast import (
     WILDCARD,
     And,
+    Arith,
     Binary,
     BinOp,
     Call,
@@ -475,14 +476,7 @@ class _ExprGen:
         match ty[0]:
             case "Long":
                 options += [
-                    (
-                        2,
-                        lambda: Binary(
-                            d.pick((BinOp.ADD, BinOp.SUB, BinOp.MUL)),
-                            self.expr(LONG, depth - 1),
-                            self.expr(LONG, depth - 1),
-                        ),
-                    ),
+                    (2, lambda: self.arith(depth)),
                     (1, lambda: Unary(UnaryOp.NEG, self.expr(LONG, depth - 1))),
                     (1, lambda: self.get_tag(LONG, depth)),
                     (
@@ -548,6 +542,17 @@ class _ExprGen:
                 options += [(2, lambda: self.ext_ctor(ty, depth))]
         return d.weighted(options)()
 
+    def chain(self, operand: Callable[[int], Expr], depth: int) -> tuple[Expr, ...]:
+        """Two to four operands for an ``&&``, ``||`` or arithmetic chain."""
+        return tuple(operand(depth) for _ in range(self.d.weighted([(6, 2), (3, 3), (1, 4)])))
+
+    def arith(self, depth: int) -> Expr:
+        """``a + b - c ...`` or ``a * b * ...`` (overflow included)."""
+        operands = self.chain(lambda sub: self.expr(LONG, sub), depth - 1)
+        if self.d.chance(30):
+            return Arith(operands, (BinOp.MUL,) * (len(operands) - 1))
+        return Arith(operands, tuple(self.d.pick((BinOp.ADD, BinOp.SUB)) for _ in operands[1:]))
+
     def bases_with(self, ty: Type) -> list[tuple[Type, str]]:
         """(base type, attribute) pairs whose attribute has type ``ty``."""
         out = [(ENTITY, a) for a, t in self.u.attributes.items() if t in (ty, ANY)]
@@ -583,8 +588,8 @@ class _ExprGen:
         options: list[tuple[int, Callable[[], Expr]]] = [
             (1, lambda: self.leaf(BOOL)),
             (2, lambda: self.access(BOOL, depth)),
-            (3, lambda: And(self.boolean(sub), self.boolean(sub))),
-            (3, lambda: Or(self.boolean(sub), self.boolean(sub))),
+            (3, lambda: And(self.chain(self.boolean, sub))),
+            (3, lambda: Or(self.chain(self.boolean, sub))),
             (2, lambda: Unary(UnaryOp.NOT, self.boolean(sub))),
             (1, lambda: If(self.boolean(sub), self.boolean(sub), self.boolean(sub))),
             (10, lambda: self.test(d.pick(_TESTABLE), sub)),
@@ -670,7 +675,7 @@ class _ExprGen:
         base_ty, attr = d.pick(options)
         base = self.base(base_ty, depth - 1)
         value = GetAttr(base, attr)
-        return And(Has(base, (attr,)), self.consume(value, ty, depth - 1))
+        return And((Has(base, (attr,)), self.consume(value, ty, depth - 1)))
 
     def test(self, ty: Type, depth: int) -> Expr:
         """A Bool built from an expression of type ``ty``."""

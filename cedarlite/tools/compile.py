@@ -72,7 +72,7 @@ from .catalog import (
 )
 from .config import AgentTools, PolicyLists, ProviderEntry, ToolsConfig
 from .lint import load_config
-from .names import dedupe, expand, glob_regex, js_trim, norm, norm_agent_id, pattern_of, trim_lower
+from .names import dedupe, expand, glob_match, js_trim, norm, norm_agent_id, pattern_of, trim_lower
 
 # ---------------------------------------------------------------------------------------------
 # Layers, in pipeline order
@@ -131,16 +131,8 @@ def _is_false(e: Expr) -> bool:
 
 
 def _chain(cls: type[And] | type[Or], parts: Sequence[Expr]) -> Expr:
-    """Left-deep for short chains (reads naturally), balanced for long ones (bounded depth)."""
-    if len(parts) == 1:
-        return parts[0]
-    if len(parts) <= 32:
-        out = parts[0]
-        for p in parts[1:]:
-            out = cls(out, p)
-        return out
-    mid = len(parts) // 2
-    return cls(_chain(cls, parts[:mid]), _chain(cls, parts[mid:]))
+    """One flat chain node (or the single part)."""
+    return parts[0] if len(parts) == 1 else cls(tuple(parts))
 
 
 def and_(*parts: Expr) -> Expr:
@@ -233,14 +225,10 @@ def specialize(e: Expr, principal: str | None, excluded: Sequence[str] = ()) -> 
             return FALSE if uids <= {agent_uid(a) for a in excluded} else e
         case Unary(op=UnaryOp.NOT, arg=arg):
             return not_(specialize(arg, principal, excluded))
-        case And(left=left, right=right):
-            return and_(
-                specialize(left, principal, excluded), specialize(right, principal, excluded)
-            )
-        case Or(left=left, right=right):
-            return or_(
-                specialize(left, principal, excluded), specialize(right, principal, excluded)
-            )
+        case And(operands=operands):
+            return and_(*(specialize(x, principal, excluded) for x in operands))
+        case Or(operands=operands):
+            return or_(*(specialize(x, principal, excluded) for x in operands))
     return e
 
 
@@ -717,7 +705,7 @@ class Unit:
             case "group":
                 return name in CORE_GROUPS[self.text]
             case "glob":
-                return glob_regex(self.text).fullmatch(name) is not None
+                return glob_match(self.text, name)
         return name in self.names
 
     def targets(self, catalog: ToolCatalog) -> tuple[EntityUID, ...] | None:
@@ -730,8 +718,7 @@ class Unit:
             case "group":
                 return (group_uid(self.text),)
             case "glob":
-                rx = glob_regex(self.text)
-                return tuple(action_uid(n) for n in catalog.names if rx.fullmatch(n))
+                return tuple(action_uid(n) for n in catalog.names if glob_match(self.text, n))
             case "plugin":
                 return (plugin_uid(self.text),)
         return (group_uid(GROUP_PLUGINS),)

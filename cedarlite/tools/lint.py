@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..entities import json_kind, load_json
+from ..entities import check_json_limits, json_kind, load_json
 from .catalog import (
     CORE_GROUPS,
     CORE_TOOL_IDS,
@@ -38,7 +38,7 @@ from .catalog import (
     ToolCatalog,
 )
 from .config import ConfigError, ConfigIssue, ToolsConfig, read_config
-from .names import glob_regex, js_trim, js_truthy, norm, norm_agent_id, trim_lower
+from .names import compile_glob, js_trim, js_truthy, match_glob, norm, norm_agent_id, trim_lower
 
 Loc = tuple[str | int, ...]
 
@@ -329,8 +329,8 @@ class _Linter:
         elif name in catalog.plugin_groups or name in catalog.names:
             return
         elif "*" in name:
-            rx = glob_regex(name)
-            if not any(rx.fullmatch(n) for n in catalog.names):
+            glob = compile_glob(name)
+            if not any(match_glob(glob, n) for n in catalog.names):
                 self.out.append(
                     _warning(
                         loc, f"`{_clip(entry)}` matches no tool in {self.where}", code="no-match"
@@ -602,6 +602,7 @@ def as_object(config: Mapping[str, Any] | str | None) -> Any:
         return {}
     if not isinstance(config, Mapping):
         raise ConfigError(f"the tools configuration must be a JSON object, not {json_kind(config)}")
+    check_json_limits(config, "the tools configuration", ConfigError)
     return config
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
+
+from .._glob import compile_glob, match_glob
 
 #: JavaScript's ``String.prototype.trim`` whitespace (spec §3.1).
 JS_WHITESPACE = (
@@ -26,9 +27,6 @@ JS_WHITESPACE = (
 
 #: Whole-name aliases (spec §3.1).
 ALIASES: dict[str, str] = {"bash": "exec", "apply-patch": "apply_patch"}
-
-#: Characters a ``*`` of a glob does not match (spec §3.3).
-_LINE_TERMINATORS = "\n\r\u2028\u2029"
 
 
 def js_trim(value: str) -> str:
@@ -67,6 +65,8 @@ def norm(value: Any) -> str:
     return ALIASES.get(lowered, lowered)
 
 
+# Agent ids come from the run context. Both patterns are single character classes with a
+# bounded or final repetition: each is matched in one linear pass, with no backtracking.
 _AGENT_ID_OK = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.IGNORECASE | re.ASCII)
 _AGENT_ID_BAD_RUN = re.compile(r"[^a-z0-9_-]+")
 
@@ -129,7 +129,7 @@ class Pattern:
             return True
         if self.kind == "exact":
             return name == self.text
-        return glob_regex(self.text).fullmatch(name) is not None
+        return glob_match(self.text, name)
 
 
 def pattern_of(entry: Any) -> Pattern | None:
@@ -144,11 +144,10 @@ def pattern_of(entry: Any) -> Pattern | None:
     return Pattern("glob", text)
 
 
-@lru_cache(maxsize=4096)
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """The anchored regex of a glob: ``*`` is any run of non-line-terminator characters."""
-    star = f"[^{_LINE_TERMINATORS}]*"
-    return re.compile(star.join(re.escape(part) for part in glob.split("*")))
+def glob_match(glob: str, name: str) -> bool:
+    """Whether ``name`` matches ``glob``, anchored at both ends, each ``*`` matching any run of
+    characters other than line terminators (spec §3.3); linear in ``name``."""
+    return match_glob(compile_glob(glob), name)
 
 
 def expand(entries: Iterable[Any], groups: dict[str, tuple[str, ...]]) -> list[str]:

@@ -31,7 +31,7 @@ from typing import Any
 from cachetools import LRUCache
 
 from ..ast import RESERVED
-from ..entities import Entity, json_kind
+from ..entities import Entity, check_json_limits, json_kind, preview
 from ..errors import CedarliteError
 from ..ext.decimal import Decimal
 from ..schema.defs import ActionDef, AppliesTo, EntityTypeDef
@@ -239,6 +239,7 @@ def call_arguments(tool: ToolInfo, params: Any) -> Record:
         params = {}
     if not isinstance(params, Mapping):
         raise ToolArgumentError(f"arguments of tool `{tool.name}` must be a JSON object")
+    check_json_limits(params, f"arguments of tool `{tool.name}`", ToolArgumentError)
     if schema is None:
         return Record()
     return _convert_record(params, schema, "", str(tool.name))
@@ -284,7 +285,7 @@ def _convert(value: Any, schema: Any, t: CedarType | None, path: str, tool: str)
         if isinstance(allowed, list) and not any(_json_eq(value, a) for a in allowed):
             choices = ", ".join(f"`{a}`" for a in allowed)
             raise ToolArgumentError(
-                f"{_where(path, tool)}: `{value}` is not one of {choices}", path
+                f"{_where(path, tool)}: `{_shown(value)}` is not one of {choices}", path
             )
     return converted
 
@@ -307,7 +308,7 @@ def _typed(value: Any, schema: Any, t: CedarType | None, path: str, tool: str) -
             raise _wrong(path, tool, "an integer", value)
         if not I64_MIN <= value <= I64_MAX:
             raise ToolArgumentError(
-                f"{_where(path, tool)}: `{value}` does not fit in 64 bits", path
+                f"{_where(path, tool)}: `{preview(value)}` does not fit in 64 bits", path
             )
         return value
     if t == DECIMAL:
@@ -329,6 +330,8 @@ def _typed(value: Any, schema: Any, t: CedarType | None, path: str, tool: str) -
 def _decimal(value: Any, path: str, tool: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise _wrong(path, tool, "a number", value)
+    if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:  # never print a huge integer
+        raise ToolArgumentError(f"{_where(path, tool)}: `{preview(value)}` is out of range", path)
     text = f"{value:.4f}" if isinstance(value, float) else f"{value}.0"
     if isinstance(value, float) and float(text) != value:
         raise ToolArgumentError(
@@ -338,6 +341,11 @@ def _decimal(value: Any, path: str, tool: str) -> Decimal:
         return Decimal.parse(text)
     except CedarliteError:
         raise ToolArgumentError(f"{_where(path, tool)}: `{value}` is out of range", path) from None
+
+
+def _shown(value: Any) -> str:
+    """An argument value for a message: a short string as is, anything else previewed."""
+    return value if isinstance(value, str) and len(value) <= 60 else preview(value)
 
 
 def _wrong(path: str, tool: str, expected: str, value: Any) -> ToolArgumentError:
@@ -353,7 +361,7 @@ def _json_eq(a: Any, b: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Resource types and the Cedar schema of a catalog
 
-_IDENT_BAD = re.compile(r"[^A-Za-z0-9_]")
+_IDENT_BAD = re.compile(r"[^A-Za-z0-9_]")  # one character class: linear, no backtracking
 
 
 def _ident(name: str) -> str:
