@@ -15,19 +15,19 @@ is the description, ``@title``, ``@severity`` (``info``, ``warning``, ``critical
 from __future__ import annotations
 
 import inspect
-import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._log import get_logger
 from ..errors import CedarliteError
 from ..ext.datetime import Duration
 
 if TYPE_CHECKING:
     from ..ast import Policy
 
-log = logging.getLogger("cedarlite.hooks")
+log = get_logger("cedarlite.hooks")
 
 SEVERITIES = ("info", "warning", "critical")
 DEFAULT_SEVERITY = "warning"

@@ -13,7 +13,6 @@ keep around when a process resolves many runs or decides many calls.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import threading
@@ -24,6 +23,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from .._log import get_logger
 from ..ast import Effect, Policy, ScopeOp
 from ..authorizer import is_authorized, is_authorized_batch
 from ..compiler.codegen import compile_predicate
@@ -75,7 +75,7 @@ from .params import ToolArgumentError, call_arguments, call_entity, cedar_schema
 #: interpreter, ``"reference"``, gives the same answers).
 ENGINE = "compiled"
 
-log = logging.getLogger("cedarlite.tools")
+log = get_logger("cedarlite.tools")
 
 # ---------------------------------------------------------------------------------------------
 # Errors
