@@ -1171,8 +1171,12 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError("the deadline must be between 0 and 3600 seconds")
+    from .hosts.claude_code import MAX_DEADLINE
+
+    if not 0 < value <= MAX_DEADLINE:
+        raise argparse.ArgumentTypeError(
+            f"the deadline must be between 0 and {MAX_DEADLINE:g} seconds"
+        )
     return value
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import logging
 import os
 import threading
 import time
@@ -35,12 +34,13 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .._log import get_logger
 from ..entities import Entity, load_json
 from ..request import Request
 from ..response import Decision, PolicyError, Response
+from ..tools.arguments import ArgumentPlan, ToolArgumentError
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
 from ..tools.names import js_truthy, norm, norm_agent_id
-from ..tools.params import ToolArgumentError, call_arguments, call_entity
 from ..values import Record
 from . import _json, loops
 from .approvals import (
@@ -62,12 +62,12 @@ if TYPE_CHECKING:
     from ..policyset import PolicySet
     from ..tools.resolve import ToolPolicy, ToolResolution
 
-# Deciding needs the catalog, the parameter checks and the compiled policies; building a guard
-# also needs the configuration models (pydantic), the compilers and the parser: those are
-# imported where a guard is built, so that a process that loads a built guard (a hook, one
-# process per tool call) decides without them.
+# Deciding needs the catalog, the compiled parameter checks and the compiled policies; building
+# a guard also needs the configuration models (pydantic), the compilers, the parser and the
+# schema model: those are imported where a guard is built, so that a process that loads a built
+# guard (a hook, one process per tool call) decides without them (tests/test_layering.py).
 
-log = logging.getLogger("cedarlite.hooks")
+log = get_logger("cedarlite.hooks")
 
 #: The reason of a failure of the guard itself or of a hook (spec §11.1.5).
 HOOK_FAILED = "Tool call blocked because before_tool_call hook failed"
@@ -465,17 +465,22 @@ class Guard:
         self._blocking_errors = frozenset(blocking)
 
     def _index_tools(self, resolution: ToolResolution) -> None:
-        """Offered tools by exact and normalized name; removed tools' layer (with the deny
-        entries that matched: ``tools.deny: github__delete_*``) and policies."""
+        """Offered tools by exact and normalized name, with their compiled parameter checks;
+        removed tools' layer (with the deny entries that matched: ``tools.deny:
+        github__delete_*``) and policies."""
+        from ..tools.params import argument_plan, call_entity
+
         self._by_name: dict[str, ToolInfo] = {}
         self._by_norm: dict[str, ToolInfo] = {}
         # The resource entity of each tool's calls, without arguments (per call: one copy).
         self._call_entities: dict[str, Entity] = {}
+        self._arguments: dict[str, ArgumentPlan] = {}
         self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
         for d in resolution.decisions:
             t = d.tool
             if d.allowed:
                 self._call_entities[t.key] = call_entity(self.policy.catalog, t, Record(), "call")
+                self._arguments[t.key] = argument_plan(t)
                 if isinstance(t.name, str):
                     self._by_name.setdefault(t.name, t)
                 self._by_norm.setdefault(t.normalized, t)
@@ -703,7 +708,7 @@ class Guard:
         c.info = info
         try:
             c.canonical = _json.canonical(c.params)
-            arguments = call_arguments(info, c.params)
+            arguments = self._arguments[info.key].convert(c.params)
         except _json.NotJSON as err:
             where = f" at `{err.path}`" if err.path else ""
             reason = f"arguments of tool `{info.name}` are not JSON: {err.message}{where}"
@@ -809,7 +814,7 @@ class Guard:
             if canonical == c.canonical:
                 return None
             c.rewritten = True
-            arguments = call_arguments(c.info, c.params)
+            arguments = self._arguments[c.info.key].convert(c.params)
         except _json.NotJSON as err:
             reason = f"arguments rewritten by a hook are not JSON: {err.message}"
             return self._block(c, "invalid-arguments", reason)

@@ -23,22 +23,21 @@ unless the hook is registered with ``"onFailure": "block"`` (:func:`settings`).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
-import logging
 import math
 import os
 import pickle
-import shlex
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
-from .. import _cache_dir
-from .._jsonloc import json_span
+from .. import _cache_dir, _log
 from ..entities import load_json
 from ..errors import CacheError, CedarliteError
 from ..hooks import Guard, Outcome
@@ -50,6 +49,9 @@ from .mapping import HostMapping, MappedCall, MappingError
 #: Seconds the hook has to answer, from its start; well under the ``timeout`` of
 #: :func:`settings`, which leaves room for the interpreter to start.
 DEFAULT_DEADLINE = 5.0
+
+#: The longest deadline ``--deadline`` accepts (seconds).
+MAX_DEADLINE = 3600.0
 
 #: Larger hook input is refused (a ``Write`` of a whole file is in it).
 MAX_INPUT = 32 * 1024 * 1024
@@ -67,7 +69,7 @@ _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
 
-log = logging.getLogger("cedarlite.hosts")
+log = _log.get_logger("cedarlite.hosts")
 
 
 class HookError(CedarliteError):
@@ -110,6 +112,8 @@ class HookConfig:
         wrapped = "config" in data
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
+            from .._jsonloc import json_span
+
             span = json_span(text, loc, key=True)
             return HookError(message, span=span, text=text, source=path, help=help)
 
@@ -223,6 +227,7 @@ class HookConfig:
     def located(self, err: CedarliteError) -> CedarliteError:
         """An error of the tools layer, located: a configuration or context finding in this
         file (rule errors are located in theirs already)."""
+        from .._jsonloc import json_span
         from ..tools import ConfigError
 
         if isinstance(err, ConfigError) and err.issues:
@@ -404,20 +409,6 @@ def read_event(stdin: Any) -> dict[str, Any]:
     return event
 
 
-class _Collect(logging.Handler):
-    """cedarlite's warnings and errors during one hook run, for stderr."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.lines.append(record.getMessage())
-        except Exception:  # a message that cannot be formatted is not worth failing for
-            self.lines.append(str(record.msg))
-
-
 @dataclass(frozen=True)
 class HookOptions:
     """The command line of ``cedarlite hook claude-code``."""
@@ -427,6 +418,56 @@ class HookOptions:
     state_dir: str | None = None
     decision_log: str | None = None
     deadline: float = DEFAULT_DEADLINE
+
+    @classmethod
+    def from_argv(cls, words: Sequence[str]) -> HookOptions | None:
+        """The options of a plain command line, ``claude-code --config FILE [--rules
+        FILE]... [--state-dir DIR] [--decision-log FILE] [--deadline S]`` (``--flag value``
+        or ``--flag=value``, in any order), read without :mod:`argparse`: the host starts a
+        hook process for every tool call. ``None`` for any other command line (``--help``,
+        ``--print-settings``, an abbreviation, a mistake): the full parser of
+        :mod:`cedarlite.cli` reads it and says what is wrong. Where both read a command line,
+        they read the same options (a property test holds them equal)."""
+        if not words or words[0] != "claude-code":
+            return None
+        values: dict[str, str] = {}
+        rules: list[str] = []
+        i = 1
+        while i < len(words):
+            flag, eq, value = words[i].partition("=")
+            if flag not in _FLAGS:
+                return None
+            if not eq:
+                if i + 1 == len(words):
+                    return None
+                value = words[i + 1]
+            i += 1 if eq else 2
+            if value.startswith("-"):  # argparse reads such words as options: let it
+                return None
+            if flag == "--rules":
+                rules.append(value)
+            else:
+                values[flag] = value  # the last one, as argparse
+        deadline = DEFAULT_DEADLINE
+        if "--deadline" in values:
+            try:
+                deadline = float(values["--deadline"])
+            except ValueError:
+                return None
+            if not 0 < deadline <= MAX_DEADLINE:
+                return None
+        if "--config" not in values:
+            return None
+        return cls(
+            values["--config"],
+            tuple(rules),
+            values.get("--state-dir"),
+            values.get("--decision-log"),
+            deadline,
+        )
+
+
+_FLAGS = frozenset({"--config", "--rules", "--state-dir", "--decision-log", "--deadline"})
 
 
 def run(options: HookOptions, stdin: Any = None, stdout: TextIO | None = None,
@@ -438,20 +479,33 @@ def run(options: HookOptions, stdin: Any = None, stdout: TextIO | None = None,
     started = time.monotonic()
     answer = _Answer(stdout or sys.stdout, stderr or sys.stderr)
     timer = _watchdog(answer, options.deadline)
-    collect = _Collect()
-    package_log = logging.getLogger("cedarlite")
-    package_log.addHandler(collect)
-    propagate, package_log.propagate = package_log.propagate, False
+    logged: list[str] = []  # cedarlite's warnings and errors during the run, for stderr
     try:
-        text, note, code = _answer(options, stdin, answer, started)
-        notes = [*(f"cedarlite: {line}" for line in collect.lines), note]
+        with _log.capture(logged.append):
+            text, note, code = _answer(options, stdin, answer, started)
+        notes = [*(f"cedarlite: {line}" for line in logged), note]
         if not answer.give(text, "\n".join(n for n in notes if n)):
             threading.Event().wait()  # the watchdog is answering: it ends the process
         return code
     finally:
         timer.cancel()
-        package_log.removeHandler(collect)
-        package_log.propagate = propagate
+
+
+def run_process(options: HookOptions) -> NoReturn:
+    """The hook process: :func:`run` on the process's stdin, stdout and stderr, then the
+    process ends with its exit code.
+
+    The process lives for one event, so the cyclic garbage collector stays off (reference
+    counting frees what it drops; a collection would only scan the objects it keeps) and the
+    interpreter is not torn down at the end (the answer is flushed, the state database and the
+    decision log closed: nothing is left to finalize but ~40 modules, ~10 ms of every call).
+    """
+    gc.disable()  # (``python -m cedarlite hook`` turned it off before importing this module)
+    code = run(options)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # the host closed the pipe
+            stream.flush()
+    os._exit(code)
 
 
 def _answer(
@@ -602,6 +656,7 @@ def settings(
     Files are named by absolute paths, or, inside the directory ``project``, relative to
     ``"$CLAUDE_PROJECT_DIR"`` (which Claude Code sets for its hooks).
     """
+    import shlex
 
     def where(path: str) -> str:
         full = os.path.abspath(path)
