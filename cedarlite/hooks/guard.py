@@ -270,7 +270,8 @@ class Guard:
 
     ``config``, ``tools`` and ``context`` as for :func:`cedarlite.tools.resolve_tools`
     (spec §4); ``rules`` extra Cedar (a :class:`~cedarlite.PolicySet`, Cedar text, or a list
-    of ``.cedar`` paths): argument conditions, ``@ask`` policies. ``on_event`` receives the
+    of ``.cedar`` paths, or of PolicySets parsed from files): argument conditions, ``@ask``
+    policies. ``on_event`` receives the
     ``tool.loop`` and ``tool.execution.*`` events as dicts. ``decision_log`` is a path to
     append one JSON line per decision to. ``fail_closed=False`` lets a failing hook handler
     be ignored (never an error of the guard itself). ``approver`` is an async callable
@@ -297,7 +298,11 @@ class Guard:
         tools: Iterable[Mapping[str, Any]] | ToolCatalog,
         context: Mapping[str, Any] | None,
         *,
-        rules: PolicySet | str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        rules: PolicySet
+        | str
+        | os.PathLike[str]
+        | Iterable[str | os.PathLike[str] | PolicySet]
+        | None = None,
         on_event: EventSink | None = None,
         decision_log: str | os.PathLike[str] | None = None,
         fail_closed: bool = True,
@@ -1194,8 +1199,9 @@ def _approval_entry(
 
 
 def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Policy, str | None]]:
-    """The active policies of ``rules`` (a PolicySet, Cedar text, a path or a list of paths),
-    each with the source it came from, validated against the catalog when ``validate``."""
+    """The active policies of ``rules`` (a PolicySet, Cedar text, a path, or a list of paths
+    and PolicySets, one per file), each with the source it came from, validated against the
+    catalog when ``validate``."""
     from ..policyset import PolicySet
 
     if rules is None:
@@ -1210,8 +1216,10 @@ def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Po
             )
         rules = list(rules)
         for path in rules:
-            if not isinstance(path, str | os.PathLike):
-                raise GuardError(f"a rules path must be a string, not `{type(path).__name__}`")
+            if not isinstance(path, str | os.PathLike | PolicySet):
+                raise GuardError(
+                    f"a rules path must be a string or a PolicySet, not `{type(path).__name__}`"
+                )
     ps = policy.load_rules(rules, validate=validate)
     return [(p, ps.origin(p.id).source) for p in ps.active]
 

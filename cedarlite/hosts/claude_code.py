@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 import math
 import os
@@ -34,9 +33,10 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from .. import _cache_dir, _log
+from .._sha import sha256
 from ..entities import load_json
 from ..errors import CacheError, CedarliteError
 from ..hooks import Guard, Outcome
@@ -44,6 +44,9 @@ from ..hooks.sqlite_store import SQLiteSessionStore
 from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
 from .mapping import HostMapping, MappedCall, MappingError
+
+if TYPE_CHECKING:
+    from ..policyset import PolicySet
 
 #: Seconds the hook has to answer, from its start; well under the ``timeout`` of
 #: :func:`settings`, which leaves room for the interpreter to start.
@@ -177,22 +180,11 @@ class HookConfig(NamedTuple):
             out.append(call.tool_entry())
         return out
 
-    def named_mcp_tools(self) -> list[str]:
-        """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known
-        only when Claude calls them, which rules may guard before the first call."""
-        from ..ast import Lit, walk
+    def rule_sets(self) -> list[PolicySet]:
+        """The rule files, parsed (one set per file; errors name the file)."""
         from ..policyset import PolicySet
-        from ..values import EntityUID
 
-        found: dict[str, None] = {}
-        for path, text in self.rules:
-            for p in PolicySet.from_str(text, path).policies:
-                uids: list[Any] = [p.action.entity, *p.action.entities]
-                uids += [e.value for c in p.conditions for e in walk(c.body) if isinstance(e, Lit)]
-                for uid in uids:
-                    if isinstance(uid, EntityUID) and uid.type == "Action" and _mcp(uid.id):
-                        found[uid.id] = None
-        return list(found)
+        return [PolicySet.from_str(text, path) for path, text in self.rules]
 
     def run_context(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """The run context of a call: the file's, then what the event says (the local user
@@ -236,6 +228,23 @@ class HookConfig(NamedTuple):
             loc = loc if loc[:1] == ("context",) and self.at else (*self.at, *loc)
             return issue.to_error(self.text, self.path, json_span(self.text, loc, key=issue.on_key))
         return err
+
+
+def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
+    """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known only
+    when Claude calls them, which rules may guard before the first call."""
+    from ..ast import Lit, walk
+    from ..values import EntityUID
+
+    found: dict[str, None] = {}
+    for ps in rules:
+        for p in ps.policies:
+            uids: list[Any] = [p.action.entity, *p.action.entities]
+            uids += [e.value for c in p.conditions for e in walk(c.body) if isinstance(e, Lit)]
+            for uid in uids:
+                if isinstance(uid, EntityUID) and uid.type == "Action" and _mcp(uid.id):
+                    found[uid.id] = None
+    return list(found)
 
 
 def _mcp(name: str) -> bool:
@@ -295,7 +304,7 @@ def guard_key(config: HookConfig, tools: Sequence[Any], context: Mapping[str, An
         [text for _, text in config.rules],
     ]
     text = json.dumps(data, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def load_guard(
@@ -316,13 +325,12 @@ def load_guard(
                 return guard
         except Exception:  # a damaged or foreign entry (any failure to load): build again
             log.info("rebuilding the damaged guard entry %s", entry)
-    rules = [path for path, _ in config.rules] or None
-    tools = config.catalog(call, config.named_mcp_tools())
-    guard = Guard(config.config, tools, context, rules=rules, strict=True)
-    # Stored only if no rule file changed while the guard was built from it.
-    if all(_read(path, "rules") == text for path, text in config.rules):
-        snapshot = pickle.dumps((key, guard), protocol=pickle.HIGHEST_PROTOCOL)
-        _cache_dir.store(guards, entry, snapshot, keep=_KEEP_GUARDS)
+    # Built from the rule texts of the key (each file read and parsed once).
+    sets = config.rule_sets()
+    tools = config.catalog(call, named_mcp_tools(sets))
+    guard = Guard(config.config, tools, context, rules=sets or None, strict=True)
+    snapshot = pickle.dumps((key, guard), protocol=pickle.HIGHEST_PROTOCOL)
+    _cache_dir.store(guards, entry, snapshot, keep=_KEEP_GUARDS)
     return guard
 
 

@@ -22,13 +22,13 @@ written ``Action::"tool:<name>"`` so that no tool can ever be mistaken for a gro
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
+from .._sha import sha256
 from ..entities import Entities, Entity, preview
 from ..errors import CedarliteError
 from ..values import EntityUID, Record
@@ -495,7 +495,7 @@ def _unique_keys(names: Sequence[Any]) -> list[str]:
 def _fingerprint(tools: Sequence[ToolInfo]) -> str:
     data = [dict(t.raw) if t.raw else {"name": t.name} for t in tools]
     text = json.dumps(data, sort_keys=True, default=repr, ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return sha256(text.encode()).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------------------
