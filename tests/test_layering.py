@@ -31,7 +31,8 @@ PACKAGE = ROOT / "cedarlite"
 # Bottom first. A name stands for that module and, unless a longer name is listed, the
 # modules below it (``cedarlite.tools`` covers the whole tools package: one stage).
 LAYERS: list[list[str]] = [
-    ["cedarlite._version", "cedarlite._log", "cedarlite.source", "cedarlite.lexical"],
+    ["cedarlite._version", "cedarlite._log", "cedarlite._sha"],
+    ["cedarlite.source", "cedarlite.lexical"],
     ["cedarlite.errors"],
     ["cedarlite.values", "cedarlite._cache_dir"],
     ["cedarlite._jsonloc"],
