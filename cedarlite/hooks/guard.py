@@ -54,18 +54,19 @@ from .approvals import (
     hook_request_fields,
     request_approval,
 )
-from .decision_log import DecisionLog, log_line, policy_hash, redacted_json
 from .state import DEFAULT_STORE, SessionState, SessionStore
 
 if TYPE_CHECKING:
     from ..ast import Policy
     from ..policyset import PolicySet
     from ..tools.resolve import ToolPolicy, ToolResolution
+    from .decision_log import DecisionLog
 
 # Deciding needs the catalog, the compiled parameter checks and the compiled policies; building
 # a guard also needs the configuration models (pydantic), the compilers, the parser and the
 # schema model: those are imported where a guard is built, so that a process that loads a built
-# guard (a hook, one process per tool call) decides without them (tests/test_layering.py).
+# guard (a hook, one process per tool call) decides without them (tests/test_layering.py), and
+# so is the decision log, when there is none.
 
 log = get_logger("cedarlite.hooks")
 
@@ -334,6 +335,8 @@ class Guard:
         self._index_tools(resolution)
         self.loop_settings = loops.LoopSettings.resolve(*self._loop_config())
         config_value, tools_value = _config_value(config), _tools_value(tools)
+        from .decision_log import policy_hash, redacted_json
+
         self.policy_hash = policy_hash(config_value, tools_value, self._rules_text)
         given = context if isinstance(context, Mapping) else {}
         # What rebuilds `policy`, `policies` and `resolution` for a guard restored from a pickle.
@@ -389,6 +392,8 @@ class Guard:
         of the constructor; a log already open is closed). Raises :class:`GuardError` if the
         file cannot be opened."""
         try:
+            from .decision_log import DecisionLog
+
             log_file = DecisionLog(path)
         except OSError as err:
             raise GuardError(
@@ -700,6 +705,8 @@ class Guard:
     def _check(self, c: _Call) -> Outcome | None:
         """Name, arguments, loop detection and the Cedar decision; an outcome if one blocks."""
         if self._log is not None:
+            from .decision_log import redacted_json  # loaded with the log
+
             c.log_params = redacted_json(c.original, "/params")
         if c.error is not None:
             raise GuardError(c.error)
@@ -1113,6 +1120,8 @@ class Guard:
         return outcome
 
     def _write(self, c: _Call, outcome: Outcome) -> None:
+        from .decision_log import log_line, redacted_json  # loaded with the log
+
         assert self._log is not None
         try:
             params_json, redacted = c.log_params or redacted_json(c.original, "/params")
