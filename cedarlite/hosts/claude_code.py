@@ -439,6 +439,7 @@ class HookOptions(NamedTuple):
             return None
         values: dict[str, str] = {}
         rules: list[str] = []
+        deadline = DEFAULT_DEADLINE
         i = 1
         while i < len(words):
             flag, eq, value = words[i].partition("=")
@@ -453,16 +454,15 @@ class HookOptions(NamedTuple):
                 return None
             if flag == "--rules":
                 rules.append(value)
+            elif flag == "--deadline":  # every one is checked, as argparse does
+                try:
+                    deadline = float(value)
+                except ValueError:
+                    return None
+                if not 0 < deadline <= MAX_DEADLINE:
+                    return None
             else:
                 values[flag] = value  # the last one, as argparse
-        deadline = DEFAULT_DEADLINE
-        if "--deadline" in values:
-            try:
-                deadline = float(values["--deadline"])
-            except ValueError:
-                return None
-            if not 0 < deadline <= MAX_DEADLINE:
-                return None
         if "--config" not in values:
             return None
         return cls(
