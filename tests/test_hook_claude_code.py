@@ -8,6 +8,7 @@ started by process id. The shipped example (examples/claude-code) is the configu
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import os
@@ -803,3 +804,32 @@ def test_the_installed_command_lines_take_the_fast_path() -> None:
     # Anything else goes to the CLI's parser, which explains (or prints the help).
     for other in (["claude-code", "--help"], ["claude-code", "--conf", "c"], ["claude-code"]):
         assert HookOptions.from_argv(other) is None
+
+
+def test_an_error_escaping_the_hook_process_blocks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cedarlite.hosts import claude_code
+
+    class Exited(Exception):
+        pass
+
+    def broken(options: HookOptions) -> int:
+        raise RuntimeError("can't start new thread")
+
+    def exit_now(code: int) -> None:
+        codes.append(code)
+        raise Exited
+
+    codes: list[int] = []
+    monkeypatch.setattr(claude_code, "run", broken)
+    monkeypatch.setattr(claude_code.os, "_exit", exit_now)
+    try:
+        with pytest.raises(Exited):
+            claude_code.run_process(HookOptions("c.json"))
+    finally:
+        gc.enable()  # run_process turns it off for the rest of its (one-event) process
+    assert codes == [2]
+    assert (
+        "cedarlite: blocked: internal error: RuntimeError: can't start" in capsys.readouterr().err
+    )

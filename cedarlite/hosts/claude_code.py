@@ -505,10 +505,17 @@ def run_process(options: HookOptions) -> NoReturn:
     The process lives for one event, so the cyclic garbage collector stays off (reference
     counting frees what it drops; a collection would only scan the objects it keeps) and the
     interpreter is not torn down at the end (the answer is flushed, the state database and the
-    decision log closed: nothing is left to finalize but ~40 modules, ~10 ms of every call).
+    decision log closed: nothing is left to finalize but its modules, ~10 ms of every call).
+    Anything that escapes :func:`run` (it answers every event) blocks: exit 2, stderr says
+    why.
     """
     gc.disable()  # (``python -m cedarlite hook`` turned it off before importing this module)
-    code = run(options)
+    try:
+        code = run(options)
+    except BaseException as err:  # run answers every event: what escapes it is ours, and blocks
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"cedarlite: blocked: internal error: {type(err).__name__}: {err}\n")
+        code = 2
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the host closed the pipe
             stream.flush()
