@@ -69,7 +69,8 @@ def get_logger(name: str) -> Logger:
 @contextmanager
 def capture(sink: Callable[[str], None]) -> Iterator[None]:
     """While it lasts, cedarlite's warnings and errors go to ``sink`` as messages (and
-    nowhere else); lower records are dropped. Not nested: one process-wide capture."""
+    nowhere else); lower records are dropped. Process-wide: it replaces a capture running
+    (which it restores at the end)."""
     global _sink
     previous, _sink = _sink, sink
     try:

@@ -272,13 +272,13 @@ class Guard:
     ``config``, ``tools`` and ``context`` as for :func:`cedarlite.tools.resolve_tools`
     (spec §4); ``rules`` extra Cedar (a :class:`~cedarlite.PolicySet`, Cedar text, or a list
     of ``.cedar`` paths, or of PolicySets parsed from files): argument conditions, ``@ask``
-    policies. ``on_event`` receives the
-    ``tool.loop`` and ``tool.execution.*`` events as dicts. ``decision_log`` is a path to
-    append one JSON line per decision to. ``fail_closed=False`` lets a failing hook handler
-    be ignored (never an error of the guard itself). ``approver`` is an async callable
-    answering :class:`ApprovalRequest` s. ``strict`` (the default) selects the tool layer's
-    strict reading of the configuration, context and rules. ``session_store``
-    keeps loop histories and ``allow-always`` approvals (default: one store per process).
+    policies. ``on_event`` receives the ``tool.loop`` and ``tool.execution.*`` events as
+    dicts. ``decision_log`` is a path to append one JSON line per decision to.
+    ``fail_closed=False`` lets a failing hook handler be ignored (never an error of the guard
+    itself). ``approver`` is an async callable answering :class:`ApprovalRequest` s.
+    ``strict`` (the default) selects the tool layer's strict reading of the configuration,
+    context and rules. ``session_store`` keeps loop histories and ``allow-always`` approvals
+    (default: one store per process).
 
     Raises :class:`~cedarlite.tools.EmptyAllowlistError` when an explicit allowlist leaves the
     run no tool (spec §9), and a :class:`~cedarlite.CedarliteError` for bad input.
@@ -391,9 +391,9 @@ class Guard:
         """Append every later decision to the JSON Lines file ``path`` (the ``decision_log``
         of the constructor; a log already open is closed). Raises :class:`GuardError` if the
         file cannot be opened."""
-        try:
-            from .decision_log import DecisionLog
+        from .decision_log import DecisionLog
 
+        try:
             log_file = DecisionLog(path)
         except OSError as err:
             raise GuardError(
