@@ -1216,7 +1216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except _UsageError as err:
         print(err, file=sys.stderr)
-        return EXIT_FAILURE
+        # A hook's command line is run by the host, where exit 1 lets the tool call through.
+        return EXIT_DENY if words[:1] == ["hook"] else EXIT_FAILURE
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else EXIT_FAILURE
     except _Failure as err:

@@ -589,6 +589,17 @@ def test_configuration_mistakes_deny_with_their_place(project: Project, tmp_path
 def test_usage_errors_block(project: Project) -> None:
     answer = run(["--rules", "x.cedar"], project.event("Bash", {"command": "ls"}))
     assert answer.code == 2 and "--config" in answer.stderr
+    # A missing or unknown host is a mistake of the hook's command line too (exit 1 would let
+    # the call through).
+    for words in ([], ["claude"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "cedarlite", "hook", *words],
+            input=project.event("Bash", {"command": "ls"}).encode(),
+            capture_output=True,
+            env=ENV,
+            timeout=60,
+        )
+        assert proc.returncode == 2 and b"HOST" in proc.stderr + proc.stdout, proc.stderr
 
 
 def test_print_settings_is_the_shipped_snippet(project: Project) -> None:
