@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..entities import json_kind
 from ..errors import CedarliteError
@@ -53,25 +53,13 @@ class ToolArgumentError(ToolsError):
         self.argument = argument
 
 
-class ArgumentPlan:
+class ArgumentPlan(NamedTuple):
     """The compiled parameter schema of one tool: ``tool`` its name (for messages),
     ``record`` the record check of its schema (``None``: a tool without parameter schema,
     whose arguments are not attributes)."""
 
-    __slots__ = ("record", "tool")
-
-    def __init__(self, tool: str, record: RecordCheck | None) -> None:
-        self.tool = tool
-        self.record = record
-
-    def __getstate__(self) -> tuple[str, RecordCheck | None]:
-        return self.tool, self.record
-
-    def __setstate__(self, state: tuple[str, RecordCheck | None]) -> None:
-        self.tool, self.record = state
-
-    def __repr__(self) -> str:
-        return f"ArgumentPlan({self.tool!r}, {self.record!r})"
+    tool: str
+    record: RecordCheck | None
 
     def convert(self, params: Any) -> Record:
         """The typed record of a call's arguments (``None``: no arguments); raises
