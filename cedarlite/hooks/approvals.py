@@ -94,7 +94,8 @@ class ApprovalRequest:
 
 
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
-# where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
+# where a dataclass costs ~1 ms to create and a named tuple a tenth of that. (ApprovalRequest
+# stays a dataclass: two of its fields are left out of its comparisons.)
 class Resolution(NamedTuple):
     """How an approval ended: ``resolution`` (one of :data:`RESOLUTIONS`, or
     ``unavailable``/``error``), whether the call may ``proceed``, the failure ``reason``, and

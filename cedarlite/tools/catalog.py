@@ -54,7 +54,8 @@ SECTIONS: dict[str, str] = {
 
 
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
-# where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
+# where a dataclass costs ~1 ms to create and a named tuple a tenth of that. (ToolInfo stays a
+# dataclass: its `raw` entry is left out of its comparisons.)
 class CoreTool(NamedTuple):
     """One core tool of spec §2.2: its id, section, the profiles listing it, ``group:openclaw``."""
 

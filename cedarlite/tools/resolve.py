@@ -594,10 +594,10 @@ class ToolPolicy:
         files are merged as :meth:`PolicySet.merge` does: ids qualified with the file; a file
         already parsed may be given as its PolicySet). Each file is validated with
         :meth:`validate_rules`; any error raises :class:`~cedarlite.ValidationError` whose
-        ``str()`` renders every issue with
-        ``file:line:column`` and a caret (Cedar skips a policy that errors at run time, so a
-        forbid naming a missing attribute would otherwise never fire). ``validate=False``
-        skips the check. The result can be passed as ``authorize_call(..., rules=...)``.
+        ``str()`` renders every issue with ``file:line:column`` and a caret (Cedar skips a
+        policy that errors at run time, so a forbid naming a missing attribute would otherwise
+        never fire). ``validate=False`` skips the check. The result can be passed as
+        ``authorize_call(..., rules=...)``.
         """
         if isinstance(rules, PolicySet):
             sets = [rules]
