@@ -242,6 +242,78 @@ def bench(work: Path, rounds: int) -> None:
             f"{statistics.median(c):6.1f}ms {percentile(c, 0.99):6.1f}ms  {ratio}"
         )
     print("ratio: cedarlite's median over the cedarpy hook script's (wall / CPU)")
+    import_profile(commands["cedarlite hook (built guard, loops off)"](0), event(*INPUTS[0], 0))
+    in_process(script, policies, setup, state, rounds)
+
+
+def import_profile(argv: list[str], stdin: str, runs: int = 5, top: int = 12) -> None:
+    """``python -X importtime`` of a warm hook process: each module's smallest self time over
+    a few runs (the least disturbed by other work), their sum, and the largest."""
+    from bench_startup import importtime_rows
+
+    best: dict[str, int] = {}
+    for _ in range(runs):
+        for self_us, _, name in importtime_rows(argv, stdin):
+            module = name.strip()
+            best[module] = min(best.get(module, self_us), self_us)
+    mine = sum(us for module, us in best.items() if module.split(".")[0] == "cedarlite")
+    print(
+        f"\npython -X importtime, warm hook process (loops off), best of {runs}: "
+        f"{len(best)} modules, {sum(best.values()) / 1000:.1f} ms of imports "
+        f"(cedarlite's own modules {mine / 1000:.1f} ms); the largest self times:"
+    )
+    for module, us in sorted(best.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {us / 1000:6.2f} ms  {module}")
+
+
+def in_process(script: Path, policies: Path, setup: Path, state: Path, rounds: int) -> None:
+    """The same work without the process: the cedarpy script's code, and the hook's ``run``
+    (configuration read, built guard loaded from the state directory, loop detection on),
+    interleaved call by call in this process; medians per call."""
+    import contextlib
+    import io
+
+    from cedarlite.hosts.claude_code import HookOptions
+    from cedarlite.hosts.claude_code import run as hook_run
+
+    code = compile(script.read_text(encoding="utf-8"), str(script), "exec")
+    options = HookOptions(str(EXAMPLE / "cedarlite.json"), RULES, str(state))
+
+    def cedarpy_call(stdin: str) -> str:
+        saved = sys.stdin, sys.argv
+        sys.stdin, sys.argv = io.StringIO(stdin), [str(script), str(policies), str(setup)]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                exec(code, {"__name__": "__main__"})
+        finally:
+            sys.stdin, sys.argv = saved
+        return out.getvalue()
+
+    def cedarlite_call(stdin: str) -> str:
+        out = io.StringIO()
+        hook_run(options, io.BytesIO(stdin.encode()), out, io.StringIO())
+        return out.getvalue()
+
+    calls = {"cedarpy hook script": cedarpy_call, "cedarlite hook run()": cedarlite_call}
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    n = 0
+    for r in range(rounds):
+        for i, (tool, tool_input) in enumerate(INPUTS):
+            stdin = event(tool, tool_input, n)
+            answers = set()
+            for name in list(calls)[(r + i) % 2 :] + list(calls)[: (r + i) % 2]:
+                n += 1
+                t0 = time.perf_counter()
+                answers.add(decision(calls[name](stdin)))
+                times[name].append((time.perf_counter() - t0) * 1000)
+            if len(answers) != 1:
+                raise SystemExit(f"the hooks disagree in process on {tool} {tool_input}")
+    base = statistics.median(times["cedarpy hook script"])
+    print(f"\nin one process, interleaved, {rounds * len(INPUTS)} calls each (no process start):")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"  {name:24} p50 {median:6.2f} ms  p99 {percentile(values, 0.99):6.2f} ms  "
+              f"{median / base:.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -143,8 +143,9 @@ def run(argv: list[str], stdin: str | None) -> tuple[float, float, str]:
     return wall, cpu, proc.stdout
 
 
-def importtime_top(argv: list[str], stdin: str | None, n: int) -> list[tuple[int, int, str]]:
-    """The ``n`` modules with the largest self time under ``-X importtime`` (us)."""
+def importtime_rows(argv: list[str], stdin: str | None) -> list[tuple[int, int, str]]:
+    """Every import of one run of ``argv`` under ``-X importtime``: (self us, cumulative us,
+    name indented by nesting), in the order Python reports them."""
     proc = subprocess.run(
         [argv[0], "-X", "importtime", *argv[1:]],
         input=stdin,
@@ -158,6 +159,12 @@ def importtime_top(argv: list[str], stdin: str | None, n: int) -> list[tuple[int
             continue
         self_us, cumulative, name = line[len("import time:") :].split("|")
         rows.append((int(self_us), int(cumulative), name[1:].rstrip()))
+    return rows
+
+
+def importtime_top(argv: list[str], stdin: str | None, n: int) -> list[tuple[int, int, str]]:
+    """The ``n`` modules with the largest self time under ``-X importtime`` (us)."""
+    rows = importtime_rows(argv, stdin)
     total = sum(c for _, c, name in rows if not name.startswith(" "))  # top-level imports
     top = sorted(rows, reverse=True)[:n]
     return [(total, 0, "(all imports)"), *top]

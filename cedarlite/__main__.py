@@ -1,7 +1,35 @@
-"""``python -m cedarlite``: the command line (see :mod:`cedarlite.cli`)."""
+"""``python -m cedarlite``: the command line (see :mod:`cedarlite.cli`).
+
+``cedarlite hook claude-code ...`` runs once per tool call of an agent: its plain command line
+(:meth:`~cedarlite.hosts.claude_code.HookOptions.from_argv`) goes straight to the hook process
+(:func:`~cedarlite.hosts.claude_code.run_process`), without importing the rest of the command
+line; any other goes to :func:`cedarlite.cli.main`.
+"""
+
+from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
-from .cli import main
 
-sys.exit(main())
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (the ``cedarlite`` command's entry). A
+    hook command line ends the process once it has answered."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["hook"]:
+        import gc
+
+        gc.disable()  # a hook process lives for one event (see run_process), imports included
+        from .hosts.claude_code import HookOptions, run_process
+
+        options = HookOptions.from_argv(words[1:])
+        if options is not None:
+            run_process(options)
+        gc.enable()
+    from .cli import main as cli_main
+
+    return cli_main(words)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

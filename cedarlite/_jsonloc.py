@@ -78,6 +78,49 @@ def json_span(text: str, path: Sequence[str | int], *, key: bool = False) -> Spa
                 return None  # a scalar document: nothing inside it
 
 
+def duplicate_key_span(text: str) -> Span | None:
+    """The span of the first object key in the JSON ``text`` that repeats an earlier key of
+    the same object, or ``None`` (no duplicate, or not JSON). One pass, no recursion."""
+    # One frame per open container: the keys seen so far (None for an array), awaiting a key.
+    frames: list[list[Any]] = []
+    pos = 0
+    while True:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            return None
+        pos = m.end()
+        kind = m.lastgroup or ""
+        token = m.group(kind)
+        frame = frames[-1] if frames else None
+        if frame is not None and frame[0] is not None and frame[1] and token != "}":
+            try:
+                name = json.loads(token) if kind == "str" else None
+            except ValueError:
+                name = None
+            if not isinstance(name, str):
+                return None
+            if name in frame[0]:
+                return Span.at(text, m.start(kind), pos)
+            frame[0].add(name)
+            frame[1] = False
+        elif token == ",":
+            if frame is None:
+                return None
+            frame[1] = frame[0] is not None
+        elif token in "}]":
+            if not frames:
+                return None
+            frames.pop()
+            if not frames:
+                return None
+        elif token == "{":
+            frames.append([set(), True])
+        elif token == "[":
+            frames.append([None, False])
+        elif frame is None and token != ":":
+            return None  # a scalar document
+
+
 # Identifiers joined by `::` (disjoint from identifier characters), possessive: linear.
 _PLAIN_SEGMENT = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*+(?:::[_a-zA-Z][_a-zA-Z0-9]*+)*+")
 

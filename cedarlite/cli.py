@@ -1312,8 +1312,12 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError("the deadline must be between 0 and 3600 seconds")
+    from .hosts.claude_code import MAX_DEADLINE
+
+    if not 0 < value <= MAX_DEADLINE:
+        raise argparse.ArgumentTypeError(
+            f"the deadline must be between 0 and {MAX_DEADLINE:g} seconds"
+        )
     return value
 
 
@@ -1353,7 +1357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except _UsageError as err:
         print(err, file=sys.stderr)
-        return EXIT_FAILURE
+        # A hook's command line is run by the host, where exit 1 lets the tool call through.
+        return EXIT_DENY if words[:1] == ["hook"] else EXIT_FAILURE
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else EXIT_FAILURE
     except _Failure as err:

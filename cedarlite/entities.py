@@ -127,14 +127,26 @@ class Entities(Mapping[EntityUID, Entity]):
         are checked against their declarations and the schema's action entities are added.
         Raises :class:`EntitiesError`.
         """
-        items = load_json(data, source, EntitiesError) if isinstance(data, str | bytes) else data
+        text = None
+        if isinstance(data, str | bytes):
+            text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+            items = load_json(text, source, EntitiesError)
+        else:
+            items = data
         if items is None:
             items = []
         if not isinstance(items, list):
             raise EntitiesError("entities must be a JSON array of entity objects", source=source)
-        entities = [
-            _entity_from_json(item, f"[{i}]", source, schema) for i, item in enumerate(items)
-        ]
+        entities = []
+        for i, item in enumerate(items):
+            try:
+                entities.append(_entity_from_json(item, f"[{i}]", source, schema))
+            except EntitiesError as err:
+                if text is not None and err.span is None:  # point at the entity in the file
+                    from ._jsonloc import json_span
+
+                    err.span, err.text = json_span(text, (i,)), text
+                raise
         if schema is not None:
             declared = {e.uid for e in entities}
             entities += [e for e in schema.action_entities() if e.uid not in declared]
@@ -287,7 +299,14 @@ def load_json(data: str | bytes, source: str | None, error: type[Exception]) -> 
             source=source,
         ) from None
     except _DuplicateKey as err:
-        raise error(f"invalid JSON: duplicate key `{err.key}`", source=source) from None  # type: ignore[call-arg]
+        from ._jsonloc import duplicate_key_span
+
+        raise error(  # type: ignore[call-arg]
+            f"invalid JSON: duplicate key `{err.key}`",
+            span=duplicate_key_span(text),
+            text=text,
+            source=source,
+        ) from None
     except RecursionError:
         raise error("invalid JSON: nested too deeply", source=source) from None  # type: ignore[call-arg]
     except ValueError:  # an integer with more digits than Python converts (4,300 by default)

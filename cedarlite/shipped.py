@@ -17,14 +17,21 @@ shipped`` lists them.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
-from importlib import resources
-from importlib.resources.abc import Traversable
-from pathlib import Path
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 from .errors import CedarliteError
-from .policyset import PolicySet
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    from .policyset import PolicySet
+
+# A hook process resolves `cedarlite:NAME` once per tool call: with the os module alone when
+# the files are on the file system (the usual case), without importlib.resources, pathlib or
+# the policy parser.
+_INSTALLED = os.path.dirname(os.path.abspath(__file__))  # cedarlite/policies in a wheel
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # policies/ beside it
 
 #: The prefix that names a shipped file on the command line (``cedarlite:paths``).
 PREFIX = "cedarlite:"
@@ -38,21 +45,35 @@ class ShippedError(CedarliteError):
     code = "E0910"
 
 
+def _local_folder(kind: str) -> str | None:
+    """The folder of ``kind`` on the file system: inside the package (an installation), else
+    next to it (a source checkout); ``None`` if neither is a directory."""
+    for base in (_INSTALLED, _CHECKOUT):
+        folder = os.path.join(base, kind)
+        if os.path.isdir(folder):
+            return folder
+    return None
+
+
 def _folder(kind: str) -> Traversable:
+    local = _local_folder(kind)
+    if local is not None:
+        from pathlib import Path
+
+        return Path(local)
+    from importlib import resources  # a package that is not on the file system (a zip)
+
     installed = resources.files("cedarlite") / kind
     if installed.is_dir():
         return installed
-    checkout = Path(__file__).resolve().parent.parent / kind  # a source checkout
-    if checkout.is_dir():
-        return checkout
     raise ShippedError(f"the shipped {kind} are missing from this installation of cedarlite")
 
 
 def _names(kind: str) -> tuple[str, ...]:
     suffix = _SUFFIX[kind]
-    return tuple(
-        sorted(f.name[: -len(suffix)] for f in _folder(kind).iterdir() if f.name.endswith(suffix))
-    )
+    local = _local_folder(kind)
+    files = os.listdir(local) if local is not None else [f.name for f in _folder(kind).iterdir()]
+    return tuple(sorted(f[: -len(suffix)] for f in files if f.endswith(suffix)))
 
 
 def _file(kind: str, name: str) -> Traversable:
@@ -102,6 +123,10 @@ def load_policies(*names: str) -> PolicySet:
     One file keeps its ids (``policy0``...); several are merged with each id prefixed by the
     file's name (``paths:policy0``); reports name policies by ``@id`` either way.
     """
+    from dataclasses import replace
+
+    from .policyset import PolicySet
+
     if not names:
         raise ShippedError("name at least one shipped policy file", help=", ".join(policy_names()))
     sets = [PolicySet.from_str(policy_text(n), str(policy_path(n))) for n in names]
@@ -126,4 +151,7 @@ def resolve(reference: str, kind: str = "policies") -> str:
     is."""
     if not reference.startswith(PREFIX):
         return reference
-    return str(_file(kind, reference))
+    name, local = reference.removeprefix(PREFIX), _local_folder(kind)
+    if local is not None and name in _names(kind):
+        return os.path.join(local, name + _SUFFIX[kind])
+    return str(_file(kind, reference))  # a zip installation, or no such file (the error)

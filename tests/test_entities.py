@@ -77,6 +77,42 @@ def test_bad_entity_json_is_a_clear_error(data, message):
         Entities.from_json(data)
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "column", "message"),
+    [
+        # a repeated key: the repeated key itself, however deep
+        (
+            '[{"uid": {"type": "U", "id": "a"},\n  "attrs": {"x": 1, "x": 2}, "parents": []}]',
+            2,
+            21,
+            "duplicate key `x`",
+        ),
+        (
+            '[{"uid": {"type": "U", "id": "a"}, "attrs": {"r": {"a": [{"b": 1}], "a": 2}},'
+            ' "parents": []}]',
+            1,
+            69,
+            "duplicate key `a`",
+        ),
+        # same keys in sibling objects are not duplicates; the error is elsewhere
+        (
+            '[{"uid": {"type": "U", "id": "a"}, "attrs": {}, "parents": []},\n'
+            ' {"uid": {"type": "U", "id": "b"}, "attrs": {"x": {"__extn": {"fn": "decimal",'
+            ' "arg": "1.23456"}}}, "parents": []}]',
+            2,
+            2,
+            "too many digits",
+        ),
+    ],
+)
+def test_entity_file_errors_have_line_and_column(text, line, column, message):
+    with pytest.raises(EntitiesError, match=message) as info:
+        Entities.from_json(text, source="e.json")
+    err = info.value
+    assert (err.span.line, err.span.column) == (line, column)
+    assert str(err).startswith(f"e.json:{line}:{column}: ")
+
+
 def test_overlay_adds_per_request_entities_without_copying():
     base = Entities.from_json([ent("Team", "t", [("Org", "o")])])
     call = base.overlay([cedarlite.Entity(U("Call", "1"), parents=frozenset({U("Team", "t")}))])

@@ -97,6 +97,39 @@ def test_a_pickled_guard_decides_alike() -> None:
     assert restored.policy.to_cedar() == g.policy.to_cedar()
 
 
+# A fresh interpreter loads a pickled guard and decides CALLS: no schema model, syntax tree or
+# parameter-schema module is needed (arguments are checked by the compiled plans).
+RESTORE = """
+import json, pickle, sys
+guard = pickle.loads(open(sys.argv[1], "rb").read())
+calls = json.loads(sys.argv[2])
+out = []
+for i, (tool, params) in enumerate(calls):
+    o = guard.before_tool_call(tool, params, {"sessionKey": f"s{i}", "toolCallId": f"c{i}"})
+    out.append([o.action, o.reason, o.denied_reason, list(o.policies), o.params])
+print(json.dumps([out, sorted(sys.modules)]))
+"""
+
+
+def test_a_guard_restored_in_a_fresh_process_decides_without_the_schema(tmp_path: Path) -> None:
+    path = tmp_path / "guard.pickle"
+    path.write_bytes(pickle.dumps(guard()))
+    proc = subprocess.run(
+        [sys.executable, "-c", RESTORE, str(path), json.dumps(CALLS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+    )
+    assert proc.returncode == 0, proc.stderr
+    decided, modules = json.loads(proc.stdout)
+    expected = [[a, r, d, list(p), params] for a, r, d, p, params in answers(guard())]
+    assert decided == expected
+    assert any(d[2] == "invalid-arguments" for d in decided)  # the compiled checks ran
+    unneeded = ("cedarlite.schema", "cedarlite.ast", "cedarlite.tools.params", "pydantic", "lark")
+    assert not [m for m in modules if m.startswith(unneeded)]
+
+
 def test_a_restored_guard_gets_the_process_parts(tmp_path: Path) -> None:
     g = guard()
     g.register_hook(lambda event, ctx: {"block": True}, plugin_id="p")

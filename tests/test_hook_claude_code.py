@@ -7,6 +7,8 @@ started by process id. The shipped example (examples/claude-code) is the configu
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import json
 import os
@@ -23,10 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from cedarlite.cli import _hook_parser, _top_parser
 from cedarlite.hooks import Outcome
 from cedarlite.hooks.sqlite_store import SQLiteSessionStore
-from cedarlite.hosts.claude_code import HookConfig, HookError, HookOptions, _pre_answer
+from cedarlite.hosts.claude_code import (
+    DEFAULT_DEADLINE,
+    HookConfig,
+    HookError,
+    HookOptions,
+    _pre_answer,
+)
 from cedarlite.hosts.claude_code import run as hook_run
 from cedarlite.hosts.mapping import CLAUDE_CODE_BUILTINS, CLAUDE_CODE_TOOLS
 
@@ -578,6 +589,17 @@ def test_configuration_mistakes_deny_with_their_place(project: Project, tmp_path
 def test_usage_errors_block(project: Project) -> None:
     answer = run(["--rules", "x.cedar"], project.event("Bash", {"command": "ls"}))
     assert answer.code == 2 and "--config" in answer.stderr
+    # A missing or unknown host is a mistake of the hook's command line too (exit 1 would let
+    # the call through).
+    for words in ([], ["claude"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "cedarlite", "hook", *words],
+            input=project.event("Bash", {"command": "ls"}).encode(),
+            capture_output=True,
+            env=ENV,
+            timeout=60,
+        )
+        assert proc.returncode == 2 and b"HOST" in proc.stderr + proc.stdout, proc.stderr
 
 
 def test_print_settings_is_the_shipped_snippet(project: Project) -> None:
@@ -723,3 +745,102 @@ def test_run_context_from_the_event(tmp_path: Path) -> None:
     explicit.write_text(json.dumps({"config": {}, "context": {"senderIsOwner": False}}))
     assert HookConfig.read(str(explicit)).run_context({}) == {"senderIsOwner": False}
     assert not HookConfig.read(str(explicit)).loops_for_some_agent()
+
+
+# --- the command line -------------------------------------------------------------------------
+# `python -m cedarlite hook claude-code ...` reads a plain command line itself (no argparse, a
+# hook process per tool call) and leaves any other to the CLI's parser: where it reads one, it
+# must read what the CLI's parser reads.
+
+
+def parsed_by_the_cli(words: list[str]) -> HookOptions | str | None:
+    """The options the CLI's argparse parser reads (``None``: it refuses the command line)."""
+    parser, sub = _top_parser()
+    _hook_parser(sub)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            args = parser.parse_args(["hook", *words])
+    except (SystemExit, Exception):  # a usage error (exit 2, or the CLI's own error), --help
+        return None
+    if args.print_settings:
+        return "--print-settings"
+    deadline = DEFAULT_DEADLINE if args.deadline is None else args.deadline
+    return HookOptions(args.config, tuple(args.rules), args.state_dir, args.decision_log, deadline)
+
+
+FLAGS = ["--config", "--rules", "--state-dir", "--decision-log", "--deadline"]
+VALUES = st.sampled_from(
+    ["c.json", "r.cedar", "cedarlite:paths", "", "x y", "2", "0", "-1", "1e9", "3600", "nan",
+     "inf", " 7", "-x", "--config", "a=b"]
+)  # fmt: skip
+ODD = st.sampled_from(
+    ["--print-settings", "--conf", "--rule", "-h", "--help", "--", "-", "--error-format",
+     "json", "c.json", "claude-code", "--config=", "--deadline="]
+)  # fmt: skip
+
+
+@st.composite
+def option(draw: st.DrawFn) -> list[str]:
+    """One option as a command line may give it: ``--flag value``, ``--flag=value``, or an
+    odd word."""
+    if draw(st.integers(0, 9)) == 0:
+        return [draw(ODD)]
+    flag, value = draw(st.sampled_from(FLAGS)), draw(VALUES)
+    return [f"{flag}={value}"] if draw(st.booleans()) else [flag, value]
+
+
+COMMAND_LINES = st.lists(option(), max_size=7).map(
+    lambda options: ["claude-code", *(word for o in options for word in o)]
+)
+
+
+@given(st.one_of(COMMAND_LINES, st.lists(ODD, max_size=4)))
+def test_the_fast_command_line_reads_what_argparse_reads(words: list[str]) -> None:
+    fast = HookOptions.from_argv(words)
+    if fast is not None:
+        assert parsed_by_the_cli(words) == fast
+
+
+def test_the_installed_command_lines_take_the_fast_path() -> None:
+    settings = json.loads((EXAMPLE / "settings.json").read_text())
+    command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    words = command.replace('"$CLAUDE_PROJECT_DIR"', "/p").split()[4:]  # after `-m cedarlite hook`
+    assert words[0] == "claude-code"
+    fast = HookOptions.from_argv(words)
+    assert fast is not None and fast == parsed_by_the_cli(words)
+    assert fast.rules == ("cedarlite:exec-commands", "cedarlite:paths", "/p/.claude/rules.cedar")
+    every = ["claude-code", "--config=c.json", "--rules", "a", "--state-dir", "s",
+             "--decision-log", "l", "--deadline", "2.5", "--rules=b"]  # fmt: skip
+    assert HookOptions.from_argv(every) == HookOptions("c.json", ("a", "b"), "s", "l", 2.5)
+    # Anything else goes to the CLI's parser, which explains (or prints the help).
+    for other in (["claude-code", "--help"], ["claude-code", "--conf", "c"], ["claude-code"]):
+        assert HookOptions.from_argv(other) is None
+
+
+def test_an_error_escaping_the_hook_process_blocks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cedarlite.hosts import claude_code
+
+    class Exited(Exception):
+        pass
+
+    def broken(options: HookOptions) -> int:
+        raise RuntimeError("can't start new thread")
+
+    def exit_now(code: int) -> None:
+        codes.append(code)
+        raise Exited
+
+    codes: list[int] = []
+    monkeypatch.setattr(claude_code, "run", broken)
+    monkeypatch.setattr(claude_code.os, "_exit", exit_now)
+    try:
+        with pytest.raises(Exited):
+            claude_code.run_process(HookOptions("c.json"))
+    finally:
+        gc.enable()  # run_process turns it off for the rest of its (one-event) process
+    assert codes == [2]
+    assert (
+        "cedarlite: blocked: internal error: RuntimeError: can't start" in capsys.readouterr().err
+    )

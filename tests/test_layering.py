@@ -31,7 +31,8 @@ PACKAGE = ROOT / "cedarlite"
 # Bottom first. A name stands for that module and, unless a longer name is listed, the
 # modules below it (``cedarlite.tools`` covers the whole tools package: one stage).
 LAYERS: list[list[str]] = [
-    ["cedarlite._version", "cedarlite.source", "cedarlite.lexical", "cedarlite._trampoline"],
+    ["cedarlite._version", "cedarlite._log", "cedarlite._sha", "cedarlite._trampoline"],
+    ["cedarlite.source", "cedarlite.lexical"],
     ["cedarlite.errors"],
     ["cedarlite.values", "cedarlite._cache_dir"],
     ["cedarlite._glob"],
@@ -210,9 +211,9 @@ def _parents(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-# Modules named in LAYERS (the submodules of a one-stage package are checked statically only),
-# except __main__, which runs the CLI when imported.
-@pytest.mark.parametrize("module", sorted((set(MODULES) & set(LEVEL)) - {"cedarlite.__main__"}))
+# Modules named in LAYERS (the submodules of a one-stage package are checked statically only;
+# __main__ runs the command line only as `python -m cedarlite`, not when imported).
+@pytest.mark.parametrize("module", sorted(set(MODULES) & set(LEVEL)))
 def test_a_fresh_import_loads_only_lower_layers(module):
     if module == "cedarlite.testing":
         pytest.importorskip("hypothesis")
@@ -287,6 +288,93 @@ def test_a_decision_from_policy_text_loads_the_parser_but_no_schema_or_pydantic(
     decision, mods = json.loads(python(code))
     assert decision == "Allow" and "lark" in mods
     assert not [m for m in mods if m.startswith(("pydantic", "cedarlite.schema"))]
+
+
+# A hook process (one per tool call) ends with os._exit once it has answered: the wrapper lists
+# the process's modules right then, into the file argv[1], and runs `python -m cedarlite ARGS`.
+_HOOK_PROCESS = textwrap.dedent(
+    """
+    import json, os, sys
+    out, exit_now = sys.argv[1], os._exit
+    def listed_exit(code):
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(sorted(sys.modules), f)
+        exit_now(code)
+    os._exit = listed_exit
+    sys.argv = ["cedarlite", *sys.argv[2:]]
+    import runpy
+    runpy.run_module("cedarlite", run_name="__main__", alter_sys=True)
+    """
+)
+
+# What a hook process may load to decide with a built guard: the decision's stages, the
+# guard, the Claude Code host, and nothing of the parser, the syntax tree, the schema, the
+# configuration models, the compilers, the CLI or logging.
+HOOK_MODULES = frozenset(
+    {
+        "cedarlite", "cedarlite._cache_dir", "cedarlite._glob", "cedarlite._log", "cedarlite._ops",
+        "cedarlite._sha",
+        "cedarlite._version", "cedarlite.compiler", "cedarlite.compiler.index",
+        "cedarlite.compiler.runtime", "cedarlite.entities", "cedarlite.errors", "cedarlite.ext",
+        "cedarlite.ext._base", "cedarlite.ext.datetime", "cedarlite.ext.decimal",
+        "cedarlite.ext.ipaddr", "cedarlite.hooks", "cedarlite.hooks._json",
+        "cedarlite.hooks.approvals", "cedarlite.hooks.guard", "cedarlite.hooks.loops",
+        "cedarlite.hooks.redact", "cedarlite.hooks.sqlite_store", "cedarlite.hooks.state",
+        "cedarlite.hosts", "cedarlite.hosts.claude_code", "cedarlite.hosts.mapping",
+        "cedarlite.lexical", "cedarlite.request", "cedarlite.response", "cedarlite.shipped",
+        "cedarlite.source", "cedarlite.tools", "cedarlite.tools.arguments",
+        "cedarlite.tools.catalog", "cedarlite.tools.names", "cedarlite.values",
+    }
+)  # fmt: skip
+# Named apart for clear failures; none of them may load either.
+HOOK_NEVER = (
+    "lark", "pydantic", "cachetools", "logging", "argparse", "hashlib", "_hashlib", "pathlib",
+    "importlib.resources", "cedarlite.ast", "cedarlite.parser", "cedarlite.schema",
+    "cedarlite.policyset", "cedarlite.tools.params", "cedarlite.tools.config", "cedarlite.cli",
+    "cedarlite.hooks.decision_log",
+)  # fmt: skip
+
+
+NEVER_PACKAGES = tuple(n + "." for n in HOOK_NEVER)
+
+
+def _hook_process(tmp_path: Path, config: Path, tool_input: dict) -> tuple[str, set[str]]:
+    """The decision and the modules of one `cedarlite hook claude-code` process."""
+    example = ROOT / "examples" / "claude-code"
+    out = tmp_path / "modules.json"
+    rules = ["--rules", "cedarlite:exec-commands", "--rules", str(example / "rules.cedar")]
+    args = ["hook", "claude-code", "--config", str(config), *rules]
+    args += ["--state-dir", str(tmp_path / "state")]
+    event = {"session_id": "s", "cwd": "/w", "hook_event_name": "PreToolUse",
+             "tool_name": "Bash", "tool_input": tool_input, "tool_use_id": "t"}  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", _HOOK_PROCESS, str(out), *args],
+        input=json.dumps(event), capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"]
+    return answer, set(json.loads(out.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("loops", [True, False])
+def test_a_warm_hook_process_loads_only_what_a_decision_needs(tmp_path, loops):
+    config = json.loads((ROOT / "examples" / "claude-code" / "cedarlite.json").read_text())
+    config["config"]["tools"]["loopDetection"] = {"enabled": loops}
+    path = tmp_path / "hook.json"
+    path.write_text(json.dumps(config))
+    # The first call builds the guard: the parser, the schema and the configuration models
+    # load (which shows that the listing sees them).
+    answer, cold = _hook_process(tmp_path, path, {"command": "git status"})
+    assert answer == "allow" and {"lark", "pydantic", "cedarlite.parser"} <= cold
+    # Later calls load the built guard from the state directory.
+    for command, expected in (("git status", "allow"), ("rm -rf /", "deny")):
+        answer, warm = _hook_process(tmp_path, path, {"command": command})
+        assert answer == expected
+        extra = sorted(m for m in warm if m.split(".")[0] == "cedarlite" and m not in HOOK_MODULES)
+        assert not extra, f"a warm hook process loads modules it does not need: {extra}"
+        never = [m for m in warm if m in HOOK_NEVER or m.startswith(NEVER_PACKAGES)]
+        assert not never, f"a warm hook process loads {never}"
+        assert ("sqlite3" in warm) == loops  # the session state only when loop detection is on
 
 
 # ---------------------------------------------------------------------------------------------

@@ -55,9 +55,11 @@ def venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     ours = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
     Path(site.stdout.strip(), "dependencies.pth").write_text("\n".join(sorted(ours)) + "\n")
     wheel = next(dist.glob("*.whl"))
+    # --ignore-installed: the environment running the tests may have cedarlite installed
+    # (CI installs it); through dependencies.pth pip would see it and skip the wheel.
     installed = run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-         "--no-index", "--quiet", str(wheel)],
+         "--ignore-installed", "--no-index", "--quiet", str(wheel)],
         cwd=home.parent,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr

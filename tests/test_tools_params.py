@@ -4,6 +4,7 @@ provider schema normalization of spec §12 (one test per rule)."""
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from cedarlite.schema import Schema
 from cedarlite.tools import ToolCatalog
 from cedarlite.tools.params import (
     ToolArgumentError,
+    argument_plan,
     call_arguments,
     cedar_schema,
     clean_for_gemini,
@@ -139,6 +141,43 @@ def test_core_tools_have_default_parameter_schemas() -> None:
         call_arguments(tool("process"), {"action": "explode"})
     with pytest.raises(ToolArgumentError, match="must be a JSON object"):
         call_arguments(tool("exec"), ["ls"])
+
+
+def test_argument_plans_are_plain_data_that_decide_alike_after_pickling() -> None:
+    """A built guard stores each tool's compiled plan; a hook process checks arguments with it,
+    without the schema model."""
+    plan = pickle.loads(pickle.dumps(argument_plan(tool("deploy"))))
+    good = {"target": "prod", "replicas": 2, "tags": ["a"], "opts": {"force": False}}
+    assert plan.convert(good) == call_arguments(tool("deploy"), good)
+    with pytest.raises(ToolArgumentError) as info:
+        plan.convert({"target": "prod", "tags": ["a", 2]})
+    assert info.value.argument == "tags[1]"
+
+    def plain(value: Any) -> bool:
+        if isinstance(value, tuple | frozenset):
+            return all(plain(v) for v in value)
+        return value is None or isinstance(value, str | int | float)
+
+    assert plain(plan.record)
+    # No schema: any object, no attributes; not an object: refused, as before.
+    free = argument_plan(ToolCatalog.from_tools([{"name": "x", "pluginId": "p"}]).registered[0])
+    assert free.convert({"anything": [1]}) == Record()
+    with pytest.raises(ToolArgumentError, match="must be a JSON object"):
+        free.convert("text")
+
+
+def test_a_union_of_arrays_of_objects_is_checked_not_crashed() -> None:
+    """``anyOf`` with one array-of-objects variant: its Cedar type comes from the variant while
+    the schema at hand has no ``items`` (the elements are empty records, as the schema says)."""
+    element = {"type": "object", "properties": {"a": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "properties": {"xs": {"anyOf": [{"type": "array", "items": element}]}},
+    }
+    info = ToolCatalog.from_tools([{"name": "u", "pluginId": "p", "parameters": schema}])
+    assert call_arguments(info.registered[0], {"xs": [{"a": "1"}]}) == Record(
+        {"xs": CedarSet([Record()])}
+    )
 
 
 # --- calls through the engine -----------------------------------------------------------------

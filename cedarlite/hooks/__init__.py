@@ -15,11 +15,26 @@ assert outcome.action == "allow"
 * the decision log (:mod:`cedarlite.hooks.decision_log`) appends one JSON line per decision.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .approvals import ApprovalRequest, GuardError
-from .decision_log import DecisionLog
 from .guard import Guard, Outcome
 from .loops import HistoryEntry, LoopResult, LoopSettings, LoopState
 from .state import MemorySessionStore, SessionState, SessionStore
+
+if TYPE_CHECKING:
+    from .decision_log import DecisionLog
+
+
+def __getattr__(name: str) -> Any:
+    """``DecisionLog``, loaded on first use: a hook process without a decision log (one per
+    tool call) does without it."""
+    if name == "DecisionLog":
+        from .decision_log import DecisionLog
+
+        return DecisionLog
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ApprovalRequest",
@@ -35,3 +50,8 @@ __all__ = [
     "SessionState",
     "SessionStore",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not."""
+    return sorted({*globals(), *__all__})

@@ -12,12 +12,12 @@ arguments) takes a shorter path that produces exactly the same text as the walk.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
+from .._sha import sha256 as _sha256
 from . import redact as _redact
 
 _escape = json.encoder.encode_basestring_ascii
@@ -207,7 +207,7 @@ def stable(value: Any) -> str:
 
 def sha256(text: str) -> str:
     """Hex SHA-256 of text (surrogates passed through, so any ``str`` hashes)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _sort_key(pair: tuple[str, Any, Any]) -> tuple[int, str]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import logging
 import os
 import threading
 import time
@@ -35,12 +34,13 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .._log import get_logger
 from ..entities import Entity, load_json
 from ..request import Request
 from ..response import Decision, PolicyError, Response
+from ..tools.arguments import ArgumentPlan, ToolArgumentError
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
 from ..tools.names import js_truthy, norm, norm_agent_id
-from ..tools.params import ToolArgumentError, call_arguments, call_entity
 from ..values import Record
 from . import _json, loops
 from .approvals import (
@@ -54,20 +54,21 @@ from .approvals import (
     hook_request_fields,
     request_approval,
 )
-from .decision_log import DecisionLog, log_line, policy_hash, redacted_json
 from .state import DEFAULT_STORE, SessionState, SessionStore
 
 if TYPE_CHECKING:
     from ..ast import Policy
     from ..policyset import PolicySet
     from ..tools.resolve import ToolPolicy, ToolResolution
+    from .decision_log import DecisionLog
 
-# Deciding needs the catalog, the parameter checks and the compiled policies; building a guard
-# also needs the configuration models (pydantic), the compilers and the parser: those are
-# imported where a guard is built, so that a process that loads a built guard (a hook, one
-# process per tool call) decides without them.
+# Deciding needs the catalog, the compiled parameter checks and the compiled policies; building
+# a guard also needs the configuration models (pydantic), the compilers, the parser and the
+# schema model: those are imported where a guard is built, so that a process that loads a built
+# guard (a hook, one process per tool call) decides without them (tests/test_layering.py), and
+# so is the decision log, when there is none.
 
-log = logging.getLogger("cedarlite.hooks")
+log = get_logger("cedarlite.hooks")
 
 #: The reason of a failure of the guard itself or of a hook (spec §11.1.5).
 HOOK_FAILED = "Tool call blocked because before_tool_call hook failed"
@@ -270,13 +271,14 @@ class Guard:
 
     ``config``, ``tools`` and ``context`` as for :func:`cedarlite.tools.resolve_tools`
     (spec §4); ``rules`` extra Cedar (a :class:`~cedarlite.PolicySet`, Cedar text, or a list
-    of ``.cedar`` paths): argument conditions, ``@ask`` policies. ``on_event`` receives the
-    ``tool.loop`` and ``tool.execution.*`` events as dicts. ``decision_log`` is a path to
-    append one JSON line per decision to. ``fail_closed=False`` lets a failing hook handler
-    be ignored (never an error of the guard itself). ``approver`` is an async callable
-    answering :class:`ApprovalRequest` s. ``strict`` (the default) selects the tool layer's
-    strict reading of the configuration, context and rules. ``session_store``
-    keeps loop histories and ``allow-always`` approvals (default: one store per process).
+    of ``.cedar`` paths, or of PolicySets parsed from files): argument conditions, ``@ask``
+    policies. ``on_event`` receives the ``tool.loop`` and ``tool.execution.*`` events as
+    dicts. ``decision_log`` is a path to append one JSON line per decision to.
+    ``fail_closed=False`` lets a failing hook handler be ignored (never an error of the guard
+    itself). ``approver`` is an async callable answering :class:`ApprovalRequest` s.
+    ``strict`` (the default) selects the tool layer's strict reading of the configuration,
+    context and rules. ``session_store`` keeps loop histories and ``allow-always`` approvals
+    (default: one store per process).
 
     Raises :class:`~cedarlite.tools.EmptyAllowlistError` when an explicit allowlist leaves the
     run no tool (spec §9), and a :class:`~cedarlite.CedarliteError` for bad input.
@@ -297,7 +299,11 @@ class Guard:
         tools: Iterable[Mapping[str, Any]] | ToolCatalog,
         context: Mapping[str, Any] | None,
         *,
-        rules: PolicySet | str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        rules: PolicySet
+        | str
+        | os.PathLike[str]
+        | Iterable[str | os.PathLike[str] | PolicySet]
+        | None = None,
         on_event: EventSink | None = None,
         decision_log: str | os.PathLike[str] | None = None,
         fail_closed: bool = True,
@@ -316,6 +322,8 @@ class Guard:
         self._entities = self.policy.entities
         self._compile_rules(rule_policies)
         config_value, tools_value = _config_value(config), _tools_value(tools)
+        from .decision_log import policy_hash
+
         self.policy_hash = policy_hash(config_value, tools_value, self._rules_text)
         # What rebuilds `policy`, `policies` and `resolution` for a guard restored from a pickle
         # (the run context is added by `_start_run`).
@@ -364,6 +372,8 @@ class Guard:
         self._tools = tuple(resolution.allowed)
         self._index_tools(resolution)
         self.loop_settings = loops.LoopSettings.resolve(*self._loop_config())
+        from .decision_log import redacted_json
+
         given = context if isinstance(context, Mapping) else {}
         config_value, tools_value, _, strict = self._inputs
         self._inputs = (config_value, tools_value, dict(given), strict)
@@ -411,6 +421,8 @@ class Guard:
         """Append every later decision to the JSON Lines file ``path`` (the ``decision_log``
         of the constructor; a log already open is closed). Raises :class:`GuardError` if the
         file cannot be opened."""
+        from .decision_log import DecisionLog
+
         try:
             log_file = DecisionLog(path)
         except OSError as err:
@@ -493,17 +505,22 @@ class Guard:
         self._blocking_errors = frozenset(blocking)
 
     def _index_tools(self, resolution: ToolResolution) -> None:
-        """Offered tools by exact and normalized name; removed tools' layer (with the deny
-        entries that matched: ``tools.deny: github__delete_*``) and policies."""
+        """Offered tools by exact and normalized name, with their compiled parameter checks;
+        removed tools' layer (with the deny entries that matched: ``tools.deny:
+        github__delete_*``) and policies."""
+        from ..tools.params import argument_plan, call_entity
+
         self._by_name: dict[str, ToolInfo] = {}
         self._by_norm: dict[str, ToolInfo] = {}
         # The resource entity of each tool's calls, without arguments (per call: one copy).
         self._call_entities: dict[str, Entity] = {}
+        self._arguments: dict[str, ArgumentPlan] = {}
         self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
         for d in resolution.decisions:
             t = d.tool
             if d.allowed:
                 self._call_entities[t.key] = call_entity(self.policy.catalog, t, Record(), "call")
+                self._arguments[t.key] = argument_plan(t)
                 if isinstance(t.name, str):
                     self._by_name.setdefault(t.name, t)
                 self._by_norm.setdefault(t.normalized, t)
@@ -718,6 +735,8 @@ class Guard:
     def _check(self, c: _Call) -> Outcome | None:
         """Name, arguments, loop detection and the Cedar decision; an outcome if one blocks."""
         if self._log is not None:
+            from .decision_log import redacted_json  # loaded with the log
+
             c.log_params = redacted_json(c.original, "/params")
         if c.error is not None:
             raise GuardError(c.error)
@@ -731,7 +750,7 @@ class Guard:
         c.info = info
         try:
             c.canonical = _json.canonical(c.params)
-            arguments = call_arguments(info, c.params)
+            arguments = self._arguments[info.key].convert(c.params)
         except _json.NotJSON as err:
             where = f" at `{err.path}`" if err.path else ""
             reason = f"arguments of tool `{info.name}` are not JSON: {err.message}{where}"
@@ -837,7 +856,7 @@ class Guard:
             if canonical == c.canonical:
                 return None
             c.rewritten = True
-            arguments = call_arguments(c.info, c.params)
+            arguments = self._arguments[c.info.key].convert(c.params)
         except _json.NotJSON as err:
             reason = f"arguments rewritten by a hook are not JSON: {err.message}"
             return self._block(c, "invalid-arguments", reason)
@@ -1131,6 +1150,8 @@ class Guard:
         return outcome
 
     def _write(self, c: _Call, outcome: Outcome) -> None:
+        from .decision_log import log_line, redacted_json  # loaded with the log
+
         assert self._log is not None
         try:
             params_json, redacted = c.log_params or redacted_json(c.original, "/params")
@@ -1217,8 +1238,9 @@ def _approval_entry(
 
 
 def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Policy, str | None]]:
-    """The active policies of ``rules`` (a PolicySet, Cedar text, a path or a list of paths),
-    each with the source it came from, validated against the catalog when ``validate``."""
+    """The active policies of ``rules`` (a PolicySet, Cedar text, a path, or a list of paths
+    and PolicySets, one per file), each with the source it came from, validated against the
+    catalog when ``validate``."""
     from ..policyset import PolicySet
 
     if rules is None:
@@ -1233,8 +1255,10 @@ def _load_rules(policy: ToolPolicy, rules: Any, validate: bool) -> list[tuple[Po
             )
         rules = list(rules)
         for path in rules:
-            if not isinstance(path, str | os.PathLike):
-                raise GuardError(f"a rules path must be a string, not `{type(path).__name__}`")
+            if not isinstance(path, str | os.PathLike | PolicySet):
+                raise GuardError(
+                    f"a rules path must be a string or a PolicySet, not `{type(path).__name__}`"
+                )
     ps = policy.load_rules(rules, validate=validate)
     return [(p, ps.origin(p.id).source) for p in ps.active]
 

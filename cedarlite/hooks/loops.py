@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..tools.names import js_trim, js_truthy
@@ -39,8 +38,9 @@ DETECTORS = ("genericRepeat", "knownPollNoProgress", "pingPong")
 # Settings
 
 
-@dataclass(frozen=True, slots=True)
-class LoopSettings:
+# Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
+# where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
+class LoopSettings(NamedTuple):
     """Resolved ``loopDetection`` settings (spec §11.2 table, notes B1, B2, C3, C4)."""
 
     enabled: bool = False
@@ -177,15 +177,14 @@ def is_known_poll(tool: str, params: Any) -> bool:
 # Detection
 
 
-@dataclass(frozen=True, slots=True)
-class LoopResult:
+class LoopResult(NamedTuple):
     """A detector that fired: ``level`` (``warning``/``critical``), ``detector``, ``count``,
     the exact ``message``, the warning ``key`` (``None`` for criticals) and, for ping-pong,
     ``paired_tool`` (the tool of the newest history entry)."""
 
     level: str
     detector: str
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count, as meant
     message: str
     key: str | None = None
     paired_tool: str | None = None

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .state import EMPTY, SessionState
+
+if TYPE_CHECKING:
+    import sqlite3
 
 T = TypeVar("T")
 
@@ -77,6 +79,8 @@ class SQLiteSessionStore:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
+            import sqlite3  # here: a hook process that never needs its session state skips it
+
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )

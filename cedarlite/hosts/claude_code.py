@@ -23,22 +23,20 @@ unless the hook is registered with ``"onFailure": "block"`` (:func:`settings`).
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import gc
 import json
-import logging
 import math
 import os
 import pickle
-import shlex
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
-from .. import _cache_dir
-from .._jsonloc import json_span
+from .. import _cache_dir, _log
+from .._sha import sha256
 from ..entities import load_json
 from ..errors import CacheError, CedarliteError
 from ..hooks import Guard, Outcome
@@ -47,9 +45,15 @@ from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
 from .mapping import HostMapping, MappedCall, MappingError
 
+if TYPE_CHECKING:
+    from ..policyset import PolicySet
+
 #: Seconds the hook has to answer, from its start; well under the ``timeout`` of
 #: :func:`settings`, which leaves room for the interpreter to start.
 DEFAULT_DEADLINE = 5.0
+
+#: The longest deadline ``--deadline`` accepts (seconds).
+MAX_DEADLINE = 3600.0
 
 #: Larger hook input is refused (a ``Write`` of a whole file is in it).
 MAX_INPUT = 32 * 1024 * 1024
@@ -62,12 +66,12 @@ CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
 _MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_SNAPSHOT_FORMAT = 1
+_SNAPSHOT_FORMAT = 2
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
 
-log = logging.getLogger("cedarlite.hosts")
+log = _log.get_logger("cedarlite.hosts")
 
 
 class HookError(CedarliteError):
@@ -81,8 +85,9 @@ class HookError(CedarliteError):
 # The configuration
 
 
-@dataclass(frozen=True)
-class HookConfig:
+# Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
+# where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
+class HookConfig(NamedTuple):
     """A hook configuration file, read: the tools ``config`` (spec §4.1), extra ``tools`` of
     the run (spec §4.2: MCP tools with parameter schemas, say), the run ``context`` (spec
     §4.3) and the tool ``mapping``, with the rule files' paths and texts."""
@@ -110,6 +115,8 @@ class HookConfig:
         wrapped = "config" in data
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
+            from .._jsonloc import json_span
+
             span = json_span(text, loc, key=True)
             return HookError(message, span=span, text=text, source=path, help=help)
 
@@ -173,22 +180,11 @@ class HookConfig:
             out.append(call.tool_entry())
         return out
 
-    def named_mcp_tools(self) -> list[str]:
-        """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known
-        only when Claude calls them, which rules may guard before the first call."""
-        from ..ast import Lit, walk
+    def rule_sets(self) -> list[PolicySet]:
+        """The rule files, parsed (one set per file; errors name the file)."""
         from ..policyset import PolicySet
-        from ..values import EntityUID
 
-        found: dict[str, None] = {}
-        for path, text in self.rules:
-            for p in PolicySet.from_str(text, path).policies:
-                uids: list[Any] = [p.action.entity, *p.action.entities]
-                uids += [e.value for c in p.conditions for e in walk(c.body) if isinstance(e, Lit)]
-                for uid in uids:
-                    if isinstance(uid, EntityUID) and uid.type == "Action" and _mcp(uid.id):
-                        found[uid.id] = None
-        return list(found)
+        return [PolicySet.from_str(text, path) for path, text in self.rules]
 
     def run_context(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """The run context of a call: the file's, then what the event says (the local user
@@ -223,6 +219,7 @@ class HookConfig:
     def located(self, err: CedarliteError) -> CedarliteError:
         """An error of the tools layer, located: a configuration or context finding in this
         file (rule errors are located in theirs already)."""
+        from .._jsonloc import json_span
         from ..tools import ConfigError
 
         if isinstance(err, ConfigError) and err.issues:
@@ -231,6 +228,23 @@ class HookConfig:
             loc = loc if loc[:1] == ("context",) and self.at else (*self.at, *loc)
             return issue.to_error(self.text, self.path, json_span(self.text, loc, key=issue.on_key))
         return err
+
+
+def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
+    """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known only
+    when Claude calls them, which rules may guard before the first call."""
+    from ..ast import Lit, walk
+    from ..values import EntityUID
+
+    found: dict[str, None] = {}
+    for ps in rules:
+        for p in ps.policies:
+            uids: list[Any] = [p.action.entity, *p.action.entities]
+            uids += [e.value for c in p.conditions for e in walk(c.body) if isinstance(e, Lit)]
+            for uid in uids:
+                if isinstance(uid, EntityUID) and uid.type == "Action" and _mcp(uid.id):
+                    found[uid.id] = None
+    return list(found)
 
 
 def _mcp(name: str) -> bool:
@@ -290,7 +304,7 @@ def guard_key(config: HookConfig, tools: Sequence[Any], context: Mapping[str, An
         [text for _, text in config.rules],
     ]
     text = json.dumps(data, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def load_guard(
@@ -311,13 +325,12 @@ def load_guard(
                 return guard
         except Exception:  # a damaged or foreign entry (any failure to load): build again
             log.info("rebuilding the damaged guard entry %s", entry)
-    rules = [path for path, _ in config.rules] or None
-    tools = config.catalog(call, config.named_mcp_tools())
-    guard = Guard(config.config, tools, context, rules=rules, strict=True)
-    # Stored only if no rule file changed while the guard was built from it.
-    if all(_read(path, "rules") == text for path, text in config.rules):
-        snapshot = pickle.dumps((key, guard), protocol=pickle.HIGHEST_PROTOCOL)
-        _cache_dir.store(guards, entry, snapshot, keep=_KEEP_GUARDS)
+    # Built from the rule texts of the key (each file read and parsed once).
+    sets = config.rule_sets()
+    tools = config.catalog(call, named_mcp_tools(sets))
+    guard = Guard(config.config, tools, context, rules=sets or None, strict=True)
+    snapshot = pickle.dumps((key, guard), protocol=pickle.HIGHEST_PROTOCOL)
+    _cache_dir.store(guards, entry, snapshot, keep=_KEEP_GUARDS)
     return guard
 
 
@@ -404,22 +417,7 @@ def read_event(stdin: Any) -> dict[str, Any]:
     return event
 
 
-class _Collect(logging.Handler):
-    """cedarlite's warnings and errors during one hook run, for stderr."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.lines.append(record.getMessage())
-        except Exception:  # a message that cannot be formatted is not worth failing for
-            self.lines.append(str(record.msg))
-
-
-@dataclass(frozen=True)
-class HookOptions:
+class HookOptions(NamedTuple):
     """The command line of ``cedarlite hook claude-code``."""
 
     config: str
@@ -427,6 +425,56 @@ class HookOptions:
     state_dir: str | None = None
     decision_log: str | None = None
     deadline: float = DEFAULT_DEADLINE
+
+    @classmethod
+    def from_argv(cls, words: Sequence[str]) -> HookOptions | None:
+        """The options of a plain command line, ``claude-code --config FILE [--rules
+        FILE]... [--state-dir DIR] [--decision-log FILE] [--deadline S]`` (``--flag value``
+        or ``--flag=value``, in any order), read without :mod:`argparse`: the host starts a
+        hook process for every tool call. ``None`` for any other command line (``--help``,
+        ``--print-settings``, an abbreviation, a mistake): the full parser of
+        :mod:`cedarlite.cli` reads it and says what is wrong. Where both read a command line,
+        they read the same options (a property test holds them equal)."""
+        if not words or words[0] != "claude-code":
+            return None
+        values: dict[str, str] = {}
+        rules: list[str] = []
+        deadline = DEFAULT_DEADLINE
+        i = 1
+        while i < len(words):
+            flag, eq, value = words[i].partition("=")
+            if flag not in _FLAGS:
+                return None
+            if not eq:
+                if i + 1 == len(words):
+                    return None
+                value = words[i + 1]
+            i += 1 if eq else 2
+            if value.startswith("-"):  # argparse reads such words as options: let it
+                return None
+            if flag == "--rules":
+                rules.append(value)
+            elif flag == "--deadline":  # every one is checked, as argparse does
+                try:
+                    deadline = float(value)
+                except ValueError:
+                    return None
+                if not 0 < deadline <= MAX_DEADLINE:
+                    return None
+            else:
+                values[flag] = value  # the last one, as argparse
+        if "--config" not in values:
+            return None
+        return cls(
+            values["--config"],
+            tuple(rules),
+            values.get("--state-dir"),
+            values.get("--decision-log"),
+            deadline,
+        )
+
+
+_FLAGS = frozenset({"--config", "--rules", "--state-dir", "--decision-log", "--deadline"})
 
 
 def run(options: HookOptions, stdin: Any = None, stdout: TextIO | None = None,
@@ -438,20 +486,40 @@ def run(options: HookOptions, stdin: Any = None, stdout: TextIO | None = None,
     started = time.monotonic()
     answer = _Answer(stdout or sys.stdout, stderr or sys.stderr)
     timer = _watchdog(answer, options.deadline)
-    collect = _Collect()
-    package_log = logging.getLogger("cedarlite")
-    package_log.addHandler(collect)
-    propagate, package_log.propagate = package_log.propagate, False
+    logged: list[str] = []  # cedarlite's warnings and errors during the run, for stderr
     try:
-        text, note, code = _answer(options, stdin, answer, started)
-        notes = [*(f"cedarlite: {line}" for line in collect.lines), note]
+        with _log.capture(logged.append):
+            text, note, code = _answer(options, stdin, answer, started)
+        notes = [*(f"cedarlite: {line}" for line in logged), note]
         if not answer.give(text, "\n".join(n for n in notes if n)):
             threading.Event().wait()  # the watchdog is answering: it ends the process
         return code
     finally:
         timer.cancel()
-        package_log.removeHandler(collect)
-        package_log.propagate = propagate
+
+
+def run_process(options: HookOptions) -> NoReturn:
+    """The hook process: :func:`run` on the process's stdin, stdout and stderr, then the
+    process ends with its exit code.
+
+    The process lives for one event, so the cyclic garbage collector stays off (reference
+    counting frees what it drops; a collection would only scan the objects it keeps) and the
+    interpreter is not torn down at the end (the answer is flushed, the state database and the
+    decision log closed: nothing is left to finalize but its modules, ~10 ms of every call).
+    Anything that escapes :func:`run` (it answers every event) blocks: exit 2, stderr says
+    why.
+    """
+    gc.disable()  # (``python -m cedarlite hook`` turned it off before importing this module)
+    try:
+        code = run(options)
+    except BaseException as err:  # run answers every event: what escapes it is ours, and blocks
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"cedarlite: blocked: internal error: {type(err).__name__}: {err}\n")
+        code = 2
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # the host closed the pipe
+            stream.flush()
+    os._exit(code)
 
 
 def _answer(
@@ -602,6 +670,7 @@ def settings(
     Files are named by absolute paths, or, inside the directory ``project``, relative to
     ``"$CLAUDE_PROJECT_DIR"`` (which Claude Code sets for its hooks).
     """
+    import shlex
 
     def where(path: str) -> str:
         full = os.path.abspath(path)

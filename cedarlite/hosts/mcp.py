@@ -30,7 +30,6 @@ over the server's own tools, named ``<server>__<tool>``):
 
 from __future__ import annotations
 
-import logging
 import weakref
 from collections.abc import Mapping
 from dataclasses import replace
@@ -46,6 +45,7 @@ except ImportError:  # pragma: no cover - exercised without the extra installed
         "cedarlite.hosts.mcp needs the MCP Python SDK (mcp 2.3): pip install 'cedarlite[mcp]'"
     ) from None
 
+from .._log import get_logger
 from ..hooks.approvals import ApprovalRequest
 from .mcp_gate import APPROVAL_SCHEMA, McpGate, Rules, approval_answer, approval_message, denial
 from .mcp_gate import form_elicitation as _form_elicitation
@@ -53,7 +53,7 @@ from .mcp_gate import form_elicitation as _form_elicitation
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-log = logging.getLogger("cedarlite.hosts")
+log = get_logger("cedarlite.hosts")
 
 #: The ``mcp`` releases this middleware was tested with (the middleware API is provisional).
 TESTED_MCP = (2, 3)

@@ -20,13 +20,13 @@ error. No MCP SDK is needed here.
 from __future__ import annotations
 
 import contextvars
-import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._log import get_logger
 from ..errors import CedarliteError
 from ..hooks import _json
 from ..hooks.approvals import ApprovalRequest
@@ -37,7 +37,7 @@ from ..policyset import PolicySet
 from ..tools.catalog import mcp_tools
 from ..tools.resolve import EmptyAllowlistError, ToolPolicy
 
-log = logging.getLogger("cedarlite.hosts")
+log = get_logger("cedarlite.hosts")
 
 #: A server offering more tools than this is refused (every call denied): building the policy
 #: over them would take too long.

@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import secrets
 import signal
@@ -42,6 +41,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from .._log import get_logger
 from ..errors import CedarliteError
 from ..hooks.approvals import ApprovalRequest
 from .mcp_gate import (
@@ -53,7 +53,7 @@ from .mcp_gate import (
     form_elicitation,
 )
 
-log = logging.getLogger("cedarlite.hosts")
+log = get_logger("cedarlite.hosts")
 
 #: Default cap on one message (one line), in bytes.
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024

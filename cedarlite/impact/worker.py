@@ -22,7 +22,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..hooks import Guard, MemorySessionStore
@@ -169,7 +169,7 @@ class Replayer:
             return _cut(f"{type(err).__name__}: {err}")
         # Calls are decided without a session key, which already keeps loop detection off;
         # say so in the guard as well.
-        guard.loop_settings = replace(guard.loop_settings, enabled=False)
+        guard.loop_settings = guard.loop_settings._replace(enabled=False)
         return guard
 
     def decide(

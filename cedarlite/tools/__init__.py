@@ -23,11 +23,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names, for type checkers and IDEs; at run time see __getattr__
+    from .arguments import ToolArgumentError
     from .catalog import ToolCatalog, ToolsError, mcp_tools
     from .compile import ToolPolicySet, compile_config
     from .config import ConfigError, ConfigIssue
     from .lint import RUN_CONTEXT_KEYS, check_config, lint_config, load_config
-    from .params import ToolArgumentError, cedar_schema, normalize_tool_parameters
+    from .params import cedar_schema, normalize_tool_parameters
     from .resolve import (
         CallDecision,
         EmptyAllowlistError,
@@ -56,7 +57,7 @@ _HOMES = {
     "load_config": "lint",
     "RUN_CONTEXT_KEYS": "lint",
     "lint_config": "lint",
-    "ToolArgumentError": "params",
+    "ToolArgumentError": "arguments",
     "cedar_schema": "params",
     "normalize_tool_parameters": "params",
     "CallDecision": "resolve",

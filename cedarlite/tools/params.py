@@ -20,7 +20,6 @@ The second half is the normalization of spec §12, plain Python on JSON schemas:
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -31,9 +30,7 @@ from typing import Any
 from cachetools import LRUCache
 
 from ..ast import RESERVED
-from ..entities import Entity, check_json_limits, json_kind, preview
-from ..errors import CedarliteError
-from ..ext.decimal import Decimal
+from ..entities import Entity
 from ..schema.defs import ActionDef, AppliesTo, EntityTypeDef
 from ..schema.model import Schema
 from ..schema.types import (
@@ -46,7 +43,10 @@ from ..schema.types import (
     RecordType,
     SetType,
 )
-from ..values import I64_MAX, I64_MIN, CedarSet, EntityUID, Record
+from ..values import EntityUID, Record
+from . import arguments
+from .arguments import ArgumentPlan, Check, RecordCheck
+from .arguments import ToolArgumentError as ToolArgumentError  # re-exported
 from .catalog import (
     AGENT_TYPE,
     CORE_GROUPS,
@@ -57,7 +57,6 @@ from .catalog import (
     TOOL_TYPE,
     ToolCatalog,
     ToolInfo,
-    ToolsError,
     action_uid,
     group_uid,
     guard_depth,
@@ -136,19 +135,6 @@ CORE_PARAMETERS: dict[str, dict[str, Any]] = {
         "required": ["query"],
     },
 }
-
-
-class ToolArgumentError(ToolsError):
-    """Call arguments that do not conform to the tool's parameter schema (or an unknown tool).
-
-    ``argument`` is the JSON path of the offending argument (``None`` for the whole call).
-    """
-
-    code = "E0830"
-
-    def __init__(self, message: str, argument: str | None = None, **kwargs: Any) -> None:
-        super().__init__(message, **kwargs)
-        self.argument = argument
 
 
 def parameters_of(tool: ToolInfo) -> Mapping[str, Any] | None:
@@ -231,131 +217,56 @@ def input_type(schema: Mapping[str, Any] | None) -> RecordType:
 # Arguments -> Cedar values
 
 
-def call_arguments(tool: ToolInfo, params: Any) -> Record:
-    """The typed record of a call's arguments (spec §4.2 parameters); raises
-    :class:`ToolArgumentError` naming the argument when they do not conform."""
+@guard_depth
+def argument_plan(tool: ToolInfo) -> ArgumentPlan:
+    """The tool's parameter schema compiled for checking arguments (see
+    :mod:`cedarlite.tools.arguments`): plain data, no schema model needed to use it."""
     schema = parameters_of(tool)
-    if params is None:
-        params = {}
-    if not isinstance(params, Mapping):
-        raise ToolArgumentError(f"arguments of tool `{tool.name}` must be a JSON object")
-    check_json_limits(params, f"arguments of tool `{tool.name}`", ToolArgumentError)
-    if schema is None:
-        return Record()
-    return _convert_record(params, schema, "", str(tool.name))
+    return ArgumentPlan(str(tool.name), None if schema is None else _record_check(schema))
 
 
-def _where(path: str, tool: str) -> str:
-    return f"argument `{path}` of tool `{tool}`"
-
-
-def _convert_record(
-    value: Mapping[str, Any], schema: Mapping[str, Any], path: str, tool: str
-) -> Record:
+def _record_check(schema: Any) -> RecordCheck:
+    """The record check of an object schema (its properties, each with its Cedar type)."""
+    if not isinstance(schema, Mapping):
+        return ((), (), None)
     props = schema.get("properties")
     props = props if isinstance(props, Mapping) else {}
     required = schema.get("required")
     required = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
-    for name in required:
-        if value.get(name) is None:
-            sub = f"{path}.{name}" if path else name
-            raise ToolArgumentError(f"{_where(sub, tool)} is required", sub)
-    if schema.get("additionalProperties") is False:
-        for name in value:
-            if name not in props:
-                sub = f"{path}.{name}" if path else name
-                raise ToolArgumentError(f"{_where(sub, tool)} is not a parameter of the tool", sub)
-    out = {}
-    for name, sub_schema in props.items():
-        if name not in value or value[name] is None:
-            continue
-        sub = f"{path}.{name}" if path else name
-        t = cedar_type(sub_schema)
-        converted = _convert(value[name], sub_schema, t, sub, tool)
-        if t is not None:
-            out[name] = converted
-    return Record(out)
+    closed = schema.get("additionalProperties") is False
+    return (
+        tuple((name, _check(sub, cedar_type(sub))) for name, sub in props.items()),
+        tuple(required),
+        frozenset(props) if closed else None,
+    )
 
 
-def _convert(value: Any, schema: Any, t: CedarType | None, path: str, tool: str) -> Any:
-    """Check ``value`` against ``schema`` and return its Cedar value (typed by ``t``)."""
-    converted = _typed(value, schema, t, path, tool)
-    if isinstance(schema, Mapping):
-        allowed = schema.get("enum")
-        if isinstance(allowed, list) and not any(_json_eq(value, a) for a in allowed):
-            choices = ", ".join(f"`{a}`" for a in allowed)
-            raise ToolArgumentError(
-                f"{_where(path, tool)}: `{_shown(value)}` is not one of {choices}", path
-            )
-    return converted
-
-
-def _typed(value: Any, schema: Any, t: CedarType | None, path: str, tool: str) -> Any:
+def _check(schema: Any, t: CedarType | None) -> Check:
+    """The check of a value of ``schema`` typed by ``t``."""
+    allowed = schema.get("enum") if isinstance(schema, Mapping) else None
+    enum = tuple(allowed) if isinstance(allowed, list) else None
     if t is None:
-        return None
+        return (arguments.UNTYPED, enum, None)
     if t is STRING:
-        if not isinstance(value, str):
-            raise _wrong(path, tool, "a string", value)
-        return value
+        return (arguments.STRING, enum, None)
     if t is BOOL:
-        if not isinstance(value, bool):
-            raise _wrong(path, tool, "a boolean", value)
-        return value
+        return (arguments.BOOL, enum, None)
     if t is LONG:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _wrong(path, tool, "an integer", value)
-        if not I64_MIN <= value <= I64_MAX:
-            raise ToolArgumentError(
-                f"{_where(path, tool)}: `{preview(value)}` does not fit in 64 bits", path
-            )
-        return value
+        return (arguments.LONG, enum, None)
     if t == DECIMAL:
-        return _decimal(value, path, tool)
+        return (arguments.DECIMAL, enum, None)
     if isinstance(t, SetType):
-        if not isinstance(value, list):
-            raise _wrong(path, tool, "an array", value)
         items = schema.get("items") if isinstance(schema, Mapping) else None
-        return CedarSet(
-            _convert(v, items, t.element, f"{path}[{i}]", tool) for i, v in enumerate(value)
-        )
+        return (arguments.SET, enum, _check(items, t.element))
     if isinstance(t, RecordType):
-        if not isinstance(value, Mapping):
-            raise _wrong(path, tool, "an object", value)
-        return _convert_record(value, schema, path, tool)
+        return (arguments.RECORD, enum, _record_check(schema))
     raise AssertionError(t)  # pragma: no cover
 
 
-def _decimal(value: Any, path: str, tool: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _wrong(path, tool, "a number", value)
-    if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:  # never print a huge integer
-        raise ToolArgumentError(f"{_where(path, tool)}: `{preview(value)}` is out of range", path)
-    text = f"{value:.4f}" if isinstance(value, float) else f"{value}.0"
-    if isinstance(value, float) and float(text) != value:
-        raise ToolArgumentError(
-            f"{_where(path, tool)}: `{value}` has more than 4 decimal places", path
-        )
-    try:
-        return Decimal.parse(text)
-    except CedarliteError:
-        raise ToolArgumentError(f"{_where(path, tool)}: `{value}` is out of range", path) from None
-
-
-def _shown(value: Any) -> str:
-    """An argument value for a message: a short string as is, anything else previewed."""
-    return value if isinstance(value, str) and len(value) <= 60 else preview(value)
-
-
-def _wrong(path: str, tool: str, expected: str, value: Any) -> ToolArgumentError:
-    # JSON schemas tell integers from numbers, so the message does too.
-    got = "an integer" if type(value) is int else json_kind(value)
-    return ToolArgumentError(f"{_where(path, tool)}: expected {expected}, got {got}", path)
-
-
-def _json_eq(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+def call_arguments(tool: ToolInfo, params: Any) -> Record:
+    """The typed record of a call's arguments (spec §4.2 parameters); raises
+    :class:`ToolArgumentError` naming the argument when they do not conform."""
+    return argument_plan(tool).convert(params)
 
 
 # ---------------------------------------------------------------------------------------------

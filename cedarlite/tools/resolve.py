@@ -13,7 +13,6 @@ keep around when a process resolves many runs or decides many calls.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import threading
@@ -24,6 +23,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from .._log import get_logger
 from ..ast import Effect, Policy, ScopeOp
 from ..authorizer import is_authorized, is_authorized_batch
 from ..compiler.codegen import compile_predicate
@@ -75,7 +75,7 @@ from .params import ToolArgumentError, call_arguments, call_entity, cedar_schema
 #: interpreter, ``"reference"``, gives the same answers).
 ENGINE = "compiled"
 
-log = logging.getLogger("cedarlite.tools")
+log = get_logger("cedarlite.tools")
 
 # ---------------------------------------------------------------------------------------------
 # Errors
@@ -584,19 +584,20 @@ class ToolPolicy:
 
     def load_rules(
         self,
-        rules: PolicySet | str | Sequence[str | os.PathLike[str]] | os.PathLike[str],
+        rules: PolicySet | str | Sequence[str | os.PathLike[str] | PolicySet] | os.PathLike[str],
         *,
         validate: bool = True,
     ) -> PolicySet:
         """Argument rules for :meth:`authorize_call`, checked against this catalog's schema.
 
         ``rules`` is a :class:`~cedarlite.PolicySet`, Cedar text, or ``.cedar`` paths (several
-        files are merged as :meth:`PolicySet.merge` does: ids qualified with the file). Each
-        file is validated with :meth:`validate_rules`; any error raises
-        :class:`~cedarlite.ValidationError` whose ``str()`` renders every issue with
-        ``file:line:column`` and a caret (Cedar skips a policy that errors at run time, so a
-        forbid naming a missing attribute would otherwise never fire). ``validate=False``
-        skips the check. The result can be passed as ``authorize_call(..., rules=...)``.
+        files are merged as :meth:`PolicySet.merge` does: ids qualified with the file; a file
+        already parsed may be given as its PolicySet). Each file is validated with
+        :meth:`validate_rules`; any error raises :class:`~cedarlite.ValidationError` whose
+        ``str()`` renders every issue with ``file:line:column`` and a caret (Cedar skips a
+        policy that errors at run time, so a forbid naming a missing attribute would otherwise
+        never fire). ``validate=False`` skips the check. The result can be passed as
+        ``authorize_call(..., rules=...)``.
         """
         if isinstance(rules, PolicySet):
             sets = [rules]
@@ -604,7 +605,7 @@ class ToolPolicy:
             sets = [PolicySet.from_str(rules, "<rules>")]
         else:
             paths = [rules] if isinstance(rules, os.PathLike) else list(rules)
-            sets = [PolicySet.from_file(path) for path in paths]
+            sets = [p if isinstance(p, PolicySet) else PolicySet.from_file(p) for p in paths]
         warnings: list[ValidationIssue] = []
         if validate:
             results = [self.validate_rules(ps) for ps in sets]

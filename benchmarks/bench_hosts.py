@@ -1,0 +1,41 @@
+"""Both host adapters, per tool call: the Claude Code hook process and the MCP proxy's overhead.
+
+    python benchmarks/bench_hosts.py                    # both, default rounds
+    python benchmarks/bench_hosts.py --hook-rounds 40 --mcp-rounds 4000
+
+Runs ``bench_hosts_hook.py`` (one hook process per call, interleaved with a cedarpy hook script:
+median and p99 wall and CPU time, ratios) and then ``bench_hosts_mcp.py`` (an upstream MCP
+server called directly and through ``cedarlite mcp-proxy``, interleaved: median and p99 per call
+and the proxy's overhead), each in its own interpreter so neither warms the other. The two
+scripts can also be run alone; their docstrings say what they time and how.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hook-rounds", type=int, default=20)
+    parser.add_argument("--mcp-rounds", type=int, default=2000)
+    args = parser.parse_args()
+    runs = [
+        ("Claude Code hook process", "bench_hosts_hook.py", ["--rounds", str(args.hook_rounds)]),
+        ("MCP proxy overhead", "bench_hosts_mcp.py", ["--rounds", str(args.mcp_rounds)]),
+    ]
+    failed = 0
+    for title, script, extra in runs:
+        print(f"== {title} ({script}) ==", flush=True)
+        failed |= subprocess.call([sys.executable, str(HERE / script), *extra])
+        print(flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""A call's arguments checked against its tool's parameter schema, with the schema compiled.
+
+:func:`cedarlite.tools.params.argument_plan` compiles a tool's parameter JSON schema (with the
+Cedar type of every property, from the schema model) into an :class:`ArgumentPlan`: nested
+tuples of plain data, which pickle with a built guard. :meth:`ArgumentPlan.convert` checks
+arguments with it and returns their Cedar record, exactly as
+:func:`~cedarlite.tools.params.call_arguments` does (which is this, compiled on the spot). This
+module imports no schema model, so a process that loads a built guard (a hook, one process
+per tool call) checks arguments without it.
+
+The plan of one value is a *check* ``(kind, enum, sub)``: ``kind`` is one of the constants
+below (``UNTYPED``: a value with no Cedar type, checked against ``enum`` only and left out of
+the record), ``enum`` the schema's ``enum`` as a tuple (``None``: any value), ``sub`` the
+element's check of a ``SET`` and the record check of a ``RECORD`` (``None`` otherwise). A
+*record check* is ``(properties, required, names)``: every property of the schema as
+``(name, check)`` in schema order, the names of required properties, and, when other
+arguments are refused (``additionalProperties: false``), the frozenset of the properties'
+names (``None`` otherwise).
+
+Time is linear in the arguments checked (each value is visited once, compared with at most
+the ``enum`` of its schema); recursion follows the schema, never deeper than it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from ..entities import check_json_limits, json_kind, preview
+from ..errors import CedarliteError
+from ..ext.decimal import Decimal
+from ..values import I64_MAX, I64_MIN, CedarSet, Record
+from .catalog import ToolsError
+
+# The kinds of a check.
+UNTYPED, STRING, BOOL, LONG, DECIMAL, SET, RECORD = range(7)
+
+Check = tuple[int, "tuple[Any, ...] | None", Any]
+RecordCheck = tuple[tuple[tuple[str, Check], ...], tuple[str, ...], "frozenset[str] | None"]
+
+
+class ToolArgumentError(ToolsError):
+    """Call arguments that do not conform to the tool's parameter schema (or an unknown tool).
+
+    ``argument`` is the JSON path of the offending argument (``None`` for the whole call).
+    """
+
+    code = "E0830"
+
+    def __init__(self, message: str, argument: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.argument = argument
+
+
+class ArgumentPlan(NamedTuple):
+    """The compiled parameter schema of one tool: ``tool`` its name (for messages),
+    ``record`` the record check of its schema (``None``: a tool without parameter schema,
+    whose arguments are not attributes)."""
+
+    tool: str
+    record: RecordCheck | None
+
+    def convert(self, params: Any) -> Record:
+        """The typed record of a call's arguments (``None``: no arguments); raises
+        :class:`ToolArgumentError` naming the argument when they do not conform."""
+        if params is None:
+            params = {}
+        if not isinstance(params, Mapping):
+            raise ToolArgumentError(f"arguments of tool `{self.tool}` must be a JSON object")
+        check_json_limits(params, f"arguments of tool `{self.tool}`", ToolArgumentError)
+        if self.record is None:
+            return Record()
+        return _record(params, self.record, "", self.tool)
+
+
+def _where(path: str, tool: str) -> str:
+    return f"argument `{path}` of tool `{tool}`"
+
+
+def _record(value: Mapping[str, Any], check: RecordCheck, path: str, tool: str) -> Record:
+    properties, required, names = check
+    for name in required:
+        if value.get(name) is None:
+            sub = f"{path}.{name}" if path else name
+            raise ToolArgumentError(f"{_where(sub, tool)} is required", sub)
+    if names is not None:
+        for name in value:
+            if name not in names:
+                sub = f"{path}.{name}" if path else name
+                raise ToolArgumentError(f"{_where(sub, tool)} is not a parameter of the tool", sub)
+    out = {}
+    for name, prop in properties:
+        if name not in value or value[name] is None:
+            continue
+        sub = f"{path}.{name}" if path else name
+        converted = _value(value[name], prop, sub, tool)
+        if prop[0] != UNTYPED:
+            out[name] = converted
+    return Record(out)
+
+
+def _value(value: Any, check: Check, path: str, tool: str) -> Any:
+    """Check ``value`` and return its Cedar value (``None`` for an untyped one)."""
+    kind, allowed, sub = check
+    converted = _typed(value, kind, sub, path, tool)
+    if allowed is not None and not any(_json_eq(value, a) for a in allowed):
+        choices = ", ".join(f"`{a}`" for a in allowed)
+        raise ToolArgumentError(
+            f"{_where(path, tool)}: `{_shown(value)}` is not one of {choices}", path
+        )
+    return converted
+
+
+def _typed(value: Any, kind: int, sub: Any, path: str, tool: str) -> Any:
+    if kind == UNTYPED:
+        return None
+    if kind == STRING:
+        if not isinstance(value, str):
+            raise _wrong(path, tool, "a string", value)
+        return value
+    if kind == BOOL:
+        if not isinstance(value, bool):
+            raise _wrong(path, tool, "a boolean", value)
+        return value
+    if kind == LONG:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _wrong(path, tool, "an integer", value)
+        if not I64_MIN <= value <= I64_MAX:
+            raise ToolArgumentError(
+                f"{_where(path, tool)}: `{preview(value)}` does not fit in 64 bits", path
+            )
+        return value
+    if kind == DECIMAL:
+        return _decimal(value, path, tool)
+    if kind == SET:
+        if not isinstance(value, list):
+            raise _wrong(path, tool, "an array", value)
+        return CedarSet(_value(v, sub, f"{path}[{i}]", tool) for i, v in enumerate(value))
+    if kind == RECORD:
+        if not isinstance(value, Mapping):
+            raise _wrong(path, tool, "an object", value)
+        return _record(value, sub, path, tool)
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def _decimal(value: Any, path: str, tool: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _wrong(path, tool, "a number", value)
+    if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:  # never print a huge integer
+        raise ToolArgumentError(f"{_where(path, tool)}: `{preview(value)}` is out of range", path)
+    text = f"{value:.4f}" if isinstance(value, float) else f"{value}.0"
+    if isinstance(value, float) and float(text) != value:
+        raise ToolArgumentError(
+            f"{_where(path, tool)}: `{value}` has more than 4 decimal places", path
+        )
+    try:
+        return Decimal.parse(text)
+    except CedarliteError:
+        raise ToolArgumentError(f"{_where(path, tool)}: `{value}` is out of range", path) from None
+
+
+def _shown(value: Any) -> str:
+    """An argument value for a message: a short string as is, anything else previewed."""
+    return value if isinstance(value, str) and len(value) <= 60 else preview(value)
+
+
+def _wrong(path: str, tool: str, expected: str, value: Any) -> ToolArgumentError:
+    # JSON schemas tell integers from numbers, so the message does too.
+    got = "an integer" if type(value) is int else json_kind(value)
+    return ToolArgumentError(f"{_where(path, tool)}: expected {expected}, got {got}", path)
+
+
+def _json_eq(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
