@@ -17,8 +17,8 @@ first read stores its value in a local that the later reads use (reads have no e
 every later read would give the same value; a read that fails stores nothing, and the next
 one fails the same way). A run of ``||`` operands that test one such path against string
 literals (``like`` patterns, ``==``) becomes one test of the string: exact strings in a set,
-prefixes and suffixes with one ``startswith``/``endswith`` each, substrings in one pass of C
-code, so the tests cost little beyond the scan of the string itself.
+prefixes and suffixes with one ``startswith``/``endswith`` each, substrings searched by C code
+in one call, so the tests cost little beyond scanning the string.
 
 Literals are hoisted into a constants tuple ``K``, so leaves that differ only in their
 literals share one compiled code object (cached by source text).

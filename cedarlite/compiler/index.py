@@ -94,7 +94,8 @@ class Node:
 
     def match(self, uid: EntityUID, ancestors: frozenset[EntityUID], out: list[Any]) -> None:
         """Append to ``out`` the children whose constraint ``uid`` (with ``ancestors``)
-        satisfies, each once."""
+        satisfies (a child reached twice, as by an entity in a cycle of parents, is decided
+        twice: deny-overrides counts each policy once)."""
         if self.any is not None:
             out.append(self.any)
         d: Any = self.eq
