@@ -725,3 +725,29 @@ def test_stdin_from_dev_null_or_a_file(tmp_path: Path) -> None:
             "<stdin>: error[E0870]: cannot carry the client's messages: bad file descriptor"
         ]
         assert not wait_gone(str(tmp_path))
+
+
+def test_tools_whose_names_collide_are_refused_through_the_proxy(tmp_path: Path) -> None:
+    """A tool added at run time whose name differs from one allowed only in case: after the
+    list change neither is offered, and a call of either is blocked naming the other."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha")
+    config = _write(tmp_path, "tools.json", {"tools": {"deny": ["workbench__echo"]}})
+    args = proxy_args("--config", config, "--", sys.executable, str(WORKBENCH), str(root))
+
+    async def scenario() -> None:
+        async with session(args) as client:
+            assert text(await client.call_tool("read_file", {"path": "a.txt"})) == "alpha"
+            await client.call_tool("add_tool", {"name": "Read_File"})
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "read_file" not in names and "Read_File" not in names and "slow" in names
+            blocked = await client.call_tool("read_file", {"path": "a.txt"})
+            assert blocked.is_error
+            assert "`read_file` of server `workbench` cannot be told apart from `Read_File`" in (
+                text(blocked)
+            )
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
