@@ -30,9 +30,10 @@ The proxy is hostile-input safe: lines longer than ``max_message_bytes`` are dro
 request gets a JSON-RPC error), JSON is parsed by the standard C decoder (which refuses deep
 nesting with an error; ``NaN`` and ``Infinity`` are refused), a malformed message from the
 client gets a JSON-RPC parse error, and at most :data:`MAX_PENDING` client requests may be in
-flight. The upstream's stderr is the proxy's;
-the upstream exiting ends the proxy; the proxy ending (stdin closed, SIGTERM, SIGINT) ends the
-upstream: its stdin is closed, then after 2 s its process group gets SIGTERM, then SIGKILL.
+flight. Stdin may be a pipe, a socket, a terminal, a regular file or ``/dev/null`` (the last two
+are read in a thread). The upstream's stderr is the proxy's; the upstream exiting ends the
+proxy; the proxy ending (stdin closed, SIGTERM, SIGINT) ends the upstream: its stdin is
+closed, then after 2 s its process group gets SIGTERM, then SIGKILL.
 """
 
 from __future__ import annotations
