@@ -409,6 +409,37 @@ def test_hook_returning_garbage_or_a_coroutine_fails_closed():
     assert out.failure  # async handlers need abefore_tool_call
 
 
+@pytest.mark.parametrize(
+    "asked",
+    ["yes", True, 1, ["title"], {"title": 5}, {"title": "t", "description": None}],
+)
+def test_malformed_require_approval_is_a_handler_error(asked, caplog):
+    """Read as "no approval", a malformed ``requireApproval`` would let the call through
+    unasked: it fails closed like a raising handler (trusted policies always)."""
+    guard = make()
+    guard.register_hook(lambda e, c: {"requireApproval": asked}, plugin_id="odd")
+    with caplog.at_level(logging.WARNING, logger="cedarlite.hooks"):
+        out = guard.before_tool_call("exec", {"command": "ls"}, CALL)
+    assert out.failure and out.action == "block"
+    assert "[hooks] before_tool_call handler from odd failed: returned `requireApproval" in (
+        caplog.text
+    )
+    trusted = make(fail_closed=False)
+    trusted.register_trusted_policy(lambda e, c: {"requireApproval": asked}, plugin_id="t")
+    assert trusted.before_tool_call("exec", {"command": "ls"}, CALL).failure
+    lenient = make(fail_closed=False)  # a failing ordinary handler is ignored, as documented
+    lenient.register_hook(lambda e, c: {"requireApproval": asked}, plugin_id="odd")
+    assert lenient.before_tool_call("exec", {"command": "ls"}, CALL).allowed
+
+
+@pytest.mark.parametrize("asked", [None, False])
+def test_require_approval_null_or_false_asks_nothing(asked):
+    guard = make()
+    guard.register_hook(lambda e, c: {"requireApproval": asked}, plugin_id="h")
+    out = guard.before_tool_call("exec", {"command": "ls"}, CALL)
+    assert out.allowed and not out.approvals
+
+
 def test_register_hook_checks_its_arguments():
     guard = make()
     with pytest.raises(GuardError, match="callable"):

@@ -209,3 +209,43 @@ def test_run_context_is_checked_and_used() -> None:
     gate.observe(TOOLS)
     assert [t["name"] for t in gate.filter(TOOLS)] == ["read_text_file"]
     assert "agents.reader.tools.allow" in decide(gate, "write_file", {}).reason
+
+
+NOTES = [
+    {"name": "read_note", "inputSchema": PATH},
+    {"name": "delete_note", "inputSchema": PATH},
+    {"name": "Delete_Note", "inputSchema": PATH},
+]
+NOTES_RULES = (
+    '@id("notes.no-delete") forbid (principal, action == Action::"notes__delete_note", '
+    'resource) when { resource.path like "keep/*" };'
+)
+
+
+def test_strict_gate_refuses_tools_whose_names_collide() -> None:
+    """``delete_note`` and ``Delete_Note`` are one name to a policy: neither is offered or run,
+    the reason names both; the other tools and rules naming the colliding ones still work."""
+    gate = McpGate({"tools": {"deny": ["notes__delete_note"]}}, rules=NOTES_RULES, server="notes")
+    gate.observe(NOTES)
+    assert gate.error is None
+    assert [t["name"] for t in gate.filter(NOTES)] == ["read_note"]
+    for name, other in (("delete_note", "Delete_Note"), ("Delete_Note", "delete_note")):
+        verdict = decide(gate, name, {"path": "todo.md"})
+        assert not verdict.allowed and verdict.outcome is None
+        assert verdict.reason == (
+            f"Tool call blocked: tool `{name}` of server `notes` cannot be told apart from "
+            f"`{other}` by a policy (tool names are compared ignoring case, with characters "
+            "outside [A-Za-z0-9_-] read as `-`); rename them on the server."
+        )
+    assert decide(gate, "read_note", {"path": "todo.md"}).allowed
+
+
+def test_lenient_gate_names_colliding_tools_as_the_spec_does() -> None:
+    """``strict=False``: spec §6.4 numbers the later name, so the deny entry names
+    ``Delete_Note`` (sorted first) and ``delete_note`` runs as ``notes__delete_note-2``."""
+    gate = McpGate({"tools": {"deny": ["notes__delete_note"]}}, server="notes", strict=False)
+    gate.observe(NOTES)
+    assert [t["name"] for t in gate.filter(NOTES)] == ["read_note", "delete_note"]
+    renamed = decide(gate, "delete_note", {"path": "todo.md"})
+    assert renamed.allowed and renamed.tool == "notes__delete_note-2"
+    assert not decide(gate, "Delete_Note", {"path": "todo.md"}).allowed

@@ -156,3 +156,40 @@ def test_malformed_call_is_a_protocol_error_and_never_runs() -> None:
         with pytest.raises(MCPError) as caught:
             run(middleware(ctx, call_next))
         assert caught.value.code == -32602
+
+
+def test_tools_whose_names_collide_are_neither_listed_nor_run() -> None:
+    """The review's server: ``delete_note`` and ``Delete_Note`` beside a deny entry for
+    ``notes__delete_note``; through the SDK's in-memory client neither runs."""
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    from cedarlite.hosts.mcp import guard_server
+
+    server = MCPServer("notes")
+    notes = {"todo.md": "buy milk"}
+
+    @server.tool()
+    def read_note(path: str) -> str:
+        return notes[path]
+
+    @server.tool()
+    def delete_note(path: str) -> str:
+        return f"deleted {notes.pop(path)}"
+
+    @server.tool(name="Delete_Note")
+    def delete_note_too(path: str) -> str:
+        return f"deleted {notes.pop(path)}"
+
+    guard_server(server, {"tools": {"deny": ["notes__delete_note"]}})
+
+    async def scenario() -> None:
+        async with Client(server) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["read_note"]
+            for name in ("delete_note", "Delete_Note"):
+                result = await client.call_tool(name, {"path": "todo.md"})
+                assert result.is_error and "cannot be told apart" in text(result)
+            assert text(await client.call_tool("read_note", {"path": "todo.md"})) == "buy milk"
+
+    run(scenario())
+    assert notes == {"todo.md": "buy milk"}

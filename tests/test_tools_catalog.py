@@ -188,3 +188,26 @@ def test_mcp_long_names_are_cut_and_collisions_numbered() -> None:
 def test_mcp_astral_characters_count_as_two_code_units() -> None:
     tools, _ = mcp_tools({"a\U0001f600b": ["t"]})
     assert tools[0].name == "a--b__t"
+
+
+def test_mcp_collisions_name_each_other() -> None:
+    """Names equal ignoring case or cleaning are numbered (§6.4) and say whom they collide with:
+    the tool holding the name, the ones numbered for it, and a reserved name."""
+    tools, _ = mcp_tools({"s": ["a", "A", "a-2", "b.c", "b-c", "b_c", "ok"]}, reserved=["S__B-C"])
+    clashes = {t.tool: (t.name, t.collides_with) for t in tools}
+    assert clashes == {
+        "A": ("s__A", ("a",)),
+        "a": ("s__a-2", ("A", "a-2")),  # numbered, and so holding the name a-2 wants
+        "a-2": ("s__a-2-2", ("a",)),
+        "b-c": ("s__b-c-2", ("S__B-C", "b.c")),
+        "b.c": ("s__b-c-3", ("S__B-C", "b-c")),
+        "b_c": ("s__b_c", ()),
+        "ok": ("s__ok", ()),
+    }
+
+
+def test_mcp_many_collisions_stay_linear_and_short() -> None:
+    """Thousands of tools cut to one name: numbered in one pass, each naming a few others."""
+    tools, _ = mcp_tools({"s": ["x" * 70 + str(i) for i in range(3000)]})
+    assert len({t.name for t in tools}) == 3000
+    assert all(0 < len(t.collides_with) <= 8 for t in tools)

@@ -148,6 +148,21 @@ def ask_spec(policy: Policy, label: str, source: str | None = None) -> AskSpec:
     return AskSpec(label, notes["ask"], notes.get("title"), severity, timeout, behavior)
 
 
+def hook_request_problem(value: Any) -> str | None:
+    """What is wrong with a hook result's ``requireApproval`` (``None``: nothing). Absent,
+    ``None`` and ``False`` ask nothing; otherwise it must be an object whose ``title`` and
+    ``description``, when given, are strings (the other fields have defaults for bad values)."""
+    if value is None or value is False:
+        return None
+    if not isinstance(value, Mapping):
+        return f"returned `requireApproval` of type `{type(value).__name__}`; expected an object"
+    for key in ("title", "description"):
+        if key in value and not isinstance(value[key], str):
+            kind = type(value[key]).__name__
+            return f"returned `requireApproval.{key}` of type `{kind}`; expected a string"
+    return None
+
+
 def hook_request_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of a hook's ``requireApproval`` object, with the spec's defaults."""
     timeout_ms = spec.get("timeoutMs")

@@ -52,6 +52,7 @@ from .approvals import (
     GuardError,
     ask_spec,
     hook_request_fields,
+    hook_request_problem,
     request_approval,
 )
 from .state import DEFAULT_STORE, SessionState, SessionStore
@@ -965,16 +966,22 @@ class Guard:
         return None
 
     def _result(self, plugin: str, result: Any, *, trusted: bool) -> Mapping[str, Any] | None:
-        """A handler's result as a dict (``None``: no opinion); failures per §11.3."""
+        """A handler's result as a dict (``None``: no opinion); failures per §11.3. A result
+        whose ``requireApproval`` is neither absent, ``None``, ``False`` nor a well-formed
+        approval object fails as a raising handler would: read as no approval, it would let
+        the call through unasked."""
         if result is None:
             return None
+        error: BaseException
         if isinstance(result, Mapping):
-            return result
-        error = (
-            result.error
-            if isinstance(result, _Raised)
-            else TypeError(f"returned `{type(result).__name__}`; expected a dict or None")
-        )
+            problem = hook_request_problem(result.get("requireApproval"))
+            if problem is None:
+                return result
+            error = TypeError(problem)
+        elif isinstance(result, _Raised):
+            error = result.error
+        else:
+            error = TypeError(f"returned `{type(result).__name__}`; expected a dict or None")
         kind = "trusted tool policy" if trusted else "before_tool_call handler"
         log.warning("[hooks] %s from %s failed: %s", kind, plugin, error)
         if trusted or self.fail_closed:

@@ -43,6 +43,8 @@ log = get_logger("cedarlite.hosts")
 #: over them would take too long.
 MAX_TOOLS = 10_000
 
+_LOGGED_CLASHES = 8
+
 #: ``ask(request)``: put an approval to a person; answers ``"allow-once"``, ``"allow-always"``,
 #: ``"deny"`` or ``None`` (no one can be asked).
 Ask = Callable[[ApprovalRequest], Awaitable[str | None]]
@@ -121,6 +123,7 @@ class McpGate:
         self._listing: dict[str, tuple[str, Mapping[str, Any]]] = {}  # a listing in progress
         self._built: dict[str, str] | None = None  # the tools the current state was built for
         self._names: dict[str, str] = {}
+        self._clashes: dict[str, tuple[str, ...]] = {}  # server-side name -> names it collides with
         self._offered: frozenset[str] = frozenset()
         self._guard: Guard | None = None
         self._error: str | None = "the server has not listed its tools yet"
@@ -145,9 +148,23 @@ class McpGate:
         if self._decision_log is not None:
             DecisionLog(self._decision_log).close()
 
+    def _clash(self, tool: str, others: tuple[str, ...]) -> str:
+        """Why a tool's name cannot be told apart from others' (:meth:`_build`)."""
+        named = ", ".join(f"`{n}`" for n in others)
+        return (
+            f"tool `{tool}` of server `{self._server}` cannot be told apart from {named} by a "
+            "policy (tool names are compared ignoring case, with characters outside "
+            "[A-Za-z0-9_-] read as `-`)"
+        )
+
     def _build(self) -> None:
-        """A new guard over the tools known now (or the reason there is none)."""
-        self._guard, self._offered, self._names = None, frozenset(), {}
+        """A new guard over the tools known now (or the reason there is none).
+
+        Tools whose names collide (:attr:`~cedarlite.tools.catalog.McpTool.collides_with`)
+        stay in the guard's catalog under their spec §6.4 names, so rules naming them still
+        validate; a strict gate neither offers nor runs them, a lenient one uses those names
+        (``delete_note`` becomes ``notes__delete_note-2`` beside ``Delete_Note``)."""
+        self._guard, self._offered, self._names, self._clashes = None, frozenset(), {}, {}
         self._built = _keys(self._tools)
         if self._server is None:
             self._error = (
@@ -163,6 +180,12 @@ class McpGate:
         for line in renames:
             log.info("%s", line)
         self._names = {t.tool: t.name for t in named}
+        self._clashes = {t.tool: t.collides_with for t in named if t.collides_with}
+        for tool, others in list(self._clashes.items())[:_LOGGED_CLASHES]:
+            then = "not offered" if self._strict else f"named `{self._names[tool]}`"
+            log.warning("cedarlite: %s: %s", self._clash(tool, others), then)
+        if len(self._clashes) > _LOGGED_CLASHES:
+            log.warning("cedarlite: and %d more", len(self._clashes) - _LOGGED_CLASHES)
         try:
             guard = Guard(
                 self._config,
@@ -244,7 +267,7 @@ class McpGate:
     def forget(self) -> None:
         """``notifications/tools/list_changed``: the next listing rebuilds the policy."""
         self._tools, self._built = {}, None
-        self._guard, self._offered, self._names = None, frozenset(), {}
+        self._guard, self._offered, self._names, self._clashes = None, frozenset(), {}, {}
         self._error = "the server's tools changed and have not been listed again yet"
 
     def knows(self, name: Any) -> bool:
@@ -252,8 +275,11 @@ class McpGate:
         return isinstance(name, str) and name in self._tools
 
     def offered(self, name: Any) -> bool:
-        """Whether the tool of this (server-side) name is offered to the client."""
-        return isinstance(name, str) and self._names.get(name) in self._offered
+        """Whether the tool of this (server-side) name is offered to the client (a strict gate
+        offers no tool whose name collides with another's)."""
+        if not isinstance(name, str) or (self._strict and name in self._clashes):
+            return False
+        return self._names.get(name) in self._offered
 
     def filter(self, tools: Any) -> list[Any]:
         """The tools of a ``tools/list`` page the client may see, unchanged and in order."""
@@ -290,6 +316,10 @@ class McpGate:
         guard = self._guard
         if guard is None:
             reason = f"Tool call blocked: {self._error}."
+            return Verdict(False, tool, reason)
+        clash = self._clashes.get(name) if self._strict else None
+        if clash is not None:
+            reason = f"Tool call blocked: {self._clash(name, clash)}; rename them on the server."
             return Verdict(False, tool, reason)
         asked: list[ApprovalRequest] = []
         token = _ASKING.set((ask, asked))

@@ -2,7 +2,10 @@
 
 The client (Claude Desktop, Cursor, an IDE, an SDK client) starts the proxy as its MCP server;
 the proxy starts ``COMMAND`` as the *upstream* server and relays JSON-RPC messages (one per
-line) both ways, unchanged, except that:
+line) both ways. What it relays is always its own encoding of the message it parsed and
+checked (ASCII JSON on one line), never the bytes it read: a reader that splits lines
+differently (the SDK's, on ``\\r`` as well) must not find a second message the proxy never saw.
+Messages pass unchanged in content, except that:
 
 * each ``tools/list`` answer (every page) is filtered through the tool policy: the client sees
   the upstream's own tool objects, minus the tools the policy removes;
@@ -18,15 +21,19 @@ line) both ways, unchanged, except that:
 Everything else (``initialize``, capabilities, ``server/discover``, ping, progress,
 cancellation, logging, resources, prompts, completions, server-to-client requests such as
 ``roots/list``, ``sampling/createMessage``, ``elicitation/create``, unknown methods) is relayed
-byte for byte. Messages are handled independently: a slow call or an approval waiting for a
-person never holds up other messages.
+as is. Messages are handled independently: a slow call or an approval waiting for a person
+never holds up other messages. Every client request is remembered until answered: a request
+reusing the id of one in flight (or cancelled and not yet answered) is refused with an
+``Invalid Request`` error, and an upstream answer no request waits for is dropped.
 
 The proxy is hostile-input safe: lines longer than ``max_message_bytes`` are dropped (a client
 request gets a JSON-RPC error), JSON is parsed by the standard C decoder (which refuses deep
-nesting with an error), a malformed message from the client gets a JSON-RPC parse error, and at
-most :data:`MAX_PENDING` gated requests may be in flight. The upstream's stderr is the proxy's;
-the upstream exiting ends the proxy; the proxy ending (stdin closed, SIGTERM, SIGINT) ends the
-upstream: its stdin is closed, then after 2 s its process group gets SIGTERM, then SIGKILL.
+nesting with an error; ``NaN`` and ``Infinity`` are refused), a malformed message from the
+client gets a JSON-RPC parse error, and at most :data:`MAX_PENDING` client requests may be in
+flight. Stdin may be a pipe, a socket, a terminal, a regular file or ``/dev/null`` (the last two
+are read in a thread). The upstream's stderr is the proxy's; the upstream exiting ends the
+proxy; the proxy ending (stdin closed, SIGTERM, SIGINT) ends the upstream: its stdin is
+closed, then after 2 s its process group gets SIGTERM, then SIGKILL.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ log = get_logger("cedarlite.hosts")
 
 #: Default cap on one message (one line), in bytes.
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
-#: Gated requests (``tools/list``, ``tools/call``, handshakes) in flight at once, per direction.
+#: Client requests in flight at once (forwarded and not yet answered, or being decided).
 MAX_PENDING = 4096
 #: Pages of the proxy's own ``tools/list`` before it gives up.
 MAX_PAGES = 100
@@ -192,19 +199,40 @@ class _Output:
 
 
 async def _stdin_reader(fd: int) -> Callable[[int], Awaitable[bytes]]:
-    """A chunk reader of ``fd``: a pipe transport, or reads in a thread for a regular file."""
+    """A chunk reader of ``fd``: a pipe transport when the event loop can watch ``fd`` (a pipe,
+    a socket, a terminal), else reads in a thread (a regular file, ``/dev/null``: reads that
+    never wait)."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_CHUNK * 4)
     try:
-        pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+        # The transport registers the descriptor only later, in a callback whose failure
+        # (epoll refuses regular files and /dev/null) would leave the proxy waiting forever:
+        # try it here first.
+        loop.add_reader(fd, lambda: None)
+        loop.remove_reader(fd)
+    except (ValueError, OSError):
+        return _thread_reader(fd)
+    reader = asyncio.StreamReader(limit=_CHUNK * 4)
+    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+    try:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
     except (ValueError, OSError):
-
-        async def read_file(n: int) -> bytes:
-            return await loop.run_in_executor(None, os.read, fd, n)
-
-        return read_file
+        pipe.close()
+        return _thread_reader(fd)
     return reader.read
+
+
+def _thread_reader(fd: int) -> Callable[[int], Awaitable[bytes]]:
+    """Reads of ``fd`` in the default executor; a read error ends the stream (logged)."""
+    loop = asyncio.get_running_loop()
+
+    async def read(n: int) -> bytes:
+        try:
+            return await loop.run_in_executor(None, os.read, fd, n)
+        except OSError as err:
+            log.error("cedarlite mcp-proxy: cannot read stdin: %s", err.strerror or err)
+            return b""
+
+    return read
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,27 +247,46 @@ def _key(value: Any) -> Key | None:
 
 
 def _encode(message: Mapping[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    """One line of JSON: ASCII only (every line break and separator escaped), so that no reader,
+    however it splits lines (``\\n``, ``\\r``, U+2028), sees anything but this one message."""
+    return json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
 
 
 def _error(rid: Any, code: int, message: str) -> bytes:
     return _encode({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
 
 
+def _shown(rid: Any) -> str:
+    """A request id for a message, in backticks (long ones cut)."""
+    text = json.dumps(rid)
+    return f"`{text[:64]}...`" if len(text) > 64 else f"`{text}`"
+
+
 def _field(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
-def _parse(line: bytes) -> tuple[Any, str | None]:
-    """The message of a line, or ``None`` and why it cannot be read."""
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"`{name}` is not JSON")
+
+
+def _parse(line: bytes) -> tuple[Any, bytes, str | None]:
+    """The message of a line and its re-encoding (:func:`_encode`), or why it cannot be read.
+
+    The re-encoding is what the proxy forwards, never the line itself: the line may hold bytes
+    that another reader splits differently (a ``\\r`` is JSON whitespace, but a line break to a
+    reader with universal newlines), so that the proxy would check one message and the peer
+    run another.
+    """
     try:
-        return json.loads(line.decode("utf-8")), None
+        msg = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+        return msg, _encode(msg), None
     except RecursionError:
-        return None, "the message is nested too deeply"
+        return None, b"", "the message is nested too deeply"
     except UnicodeDecodeError:
-        return None, "the message is not UTF-8"
+        return None, b"", "the message is not UTF-8"
     except ValueError as err:
-        return None, f"the message is not JSON: {err}"
+        return None, b"", f"the message is not JSON: {err}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,7 +317,8 @@ class McpProxy:
         self._stdin_fd, self._stdout_fd = stdin_fd, stdout_fd
         self._prefix = f"cedarlite-{secrets.token_hex(6)}-"
         self._counter = 0
-        # Client requests whose answer the proxy reads: id -> what to do with it.
+        # Client requests forwarded and not answered yet: id -> what to do with the answer
+        # (every one is held, so that no later request can reuse its id meanwhile).
         self._pending: dict[Key, tuple[str, Any, Any]] = {}
         # tools/call requests being decided (a cancellation drops them before they are sent).
         self._deciding: dict[Key, asyncio.Task[None]] = {}
@@ -337,6 +385,10 @@ class McpProxy:
                 task.cancel()
             await asyncio.gather(pumps[0], *self._tasks, return_exceptions=True)
             code = await self._stop_upstream()
+            # What the upstream wrote before it exited is still relayed (its output ends
+            # soon after it exits, unless a child of its own holds it open).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pumps[1]), STOP_GRACE)
             pumps[1].cancel()
             for outcome in await asyncio.gather(*pumps, return_exceptions=True):
                 if isinstance(outcome, Exception):
@@ -434,8 +486,9 @@ class McpProxy:
     def _too_long(self, what: str) -> str:
         return f"{what} is longer than {self.max_message_bytes} bytes"
 
-    async def _from_client(self, line: bytes) -> None:
-        msg, problem = _parse(line)
+    async def _from_client(self, raw: bytes) -> None:
+        # INVARIANT: only `line`, the re-encoding of the parsed `msg`, is ever forwarded.
+        msg, line, problem = _parse(raw)
         if problem is not None:
             await self._send_client(_error(None, _PARSE_ERROR, f"Parse error: {problem}"))
             return
@@ -481,8 +534,13 @@ class McpProxy:
         self, method: str, key: Key, msg: dict[str, Any], line: bytes
     ) -> None:
         rid = msg["id"]
-        tracked = method in ("tools/call", "tools/list", "initialize", "server/discover")
-        if tracked and len(self._pending) + len(self._deciding) >= MAX_PENDING:
+        if key in self._pending or key in self._deciding or key in self._cancelled:
+            # Its answer could not be told from the earlier request's (an unfiltered
+            # `tools/list` page passing as a ping's answer): refused, never forwarded.
+            why = f"Invalid Request: request id {_shown(rid)} is in use"
+            await self._send_client(_error(rid, _INVALID_REQUEST, why))
+            return
+        if len(self._pending) + len(self._deciding) >= MAX_PENDING:
             await self._send_client(
                 _error(rid, _INTERNAL, f"too many requests in flight (at most {MAX_PENDING})")
             )
@@ -500,6 +558,8 @@ class McpProxy:
         elif method == "tools/list":
             cursor = params.get("cursor") if isinstance(params, Mapping) else None
             self._pending[key] = ("tools/list", not cursor, None)
+        else:  # relayed as is, but its id is held until answered
+            self._pending[key] = ("relay", None, None)
         await self._send_upstream(line)
 
     async def _client_notification(self, method: str, msg: dict[str, Any], line: bytes) -> None:
@@ -659,8 +719,9 @@ class McpProxy:
 
     # -- upstream -> client --------------------------------------------------------------
 
-    async def _from_upstream(self, line: bytes) -> None:
-        msg, problem = _parse(line)
+    async def _from_upstream(self, raw: bytes) -> None:
+        # INVARIANT: only `line`, the re-encoding of the parsed `msg`, is ever forwarded.
+        msg, line, problem = _parse(raw)
         if problem is not None or not isinstance(msg, dict):
             log.error(
                 "cedarlite mcp-proxy: dropped a message from the upstream: %s",
@@ -668,6 +729,12 @@ class McpProxy:
             )
             return
         if "method" in msg:
+            rid = msg.get("id")
+            if isinstance(rid, str) and rid.startswith(self._prefix):  # the client's answer
+                await self._send_upstream(  # would be taken for an answer to the proxy
+                    _error(rid, _INVALID_REQUEST, "Invalid Request: this id is the proxy's")
+                )
+                return
             if msg.get("method") == "notifications/tools/list_changed":
                 self.gate.forget()
             await self._send_client(line)  # notifications and server-to-client requests
@@ -683,10 +750,13 @@ class McpProxy:
             return
         if key in self._deciding or self._cancelled.pop(key, 0) is None:
             return  # not sent upstream (yet), or cancelled: no answer of the upstream's counts
+        kind, first, arguments = self._pending.pop(key, (None, None, None))
+        if kind is None:  # no request of the client's is waiting for it (a repeated answer)
+            log.warning("cedarlite mcp-proxy: dropped an upstream answer to no pending request")
+            return
         result = msg.get("result")
         if isinstance(result, Mapping):
             self._learn(result)
-        kind, first, arguments = self._pending.pop(key, (None, None, None))
         if kind == "tools/list" and isinstance(result, Mapping):
             line = self._filtered(msg, result, bool(first), line)
         elif kind == "tools/list":  # an error answer: nothing to filter
@@ -718,7 +788,7 @@ class McpProxy:
             log.error("cedarlite mcp-proxy: filtering `tools/list` failed: %s", err)
             kept = []
         if isinstance(tools, list) and len(kept) == len(tools):
-            return line  # nothing removed: the upstream's bytes
+            return line  # nothing removed: the upstream's message as it was parsed
         return _encode({**msg, "result": {**result, "tools": kept}})
 
     def _record(self, name: Any, arguments: Any, msg: Mapping[str, Any]) -> None:
@@ -736,6 +806,13 @@ class McpProxy:
 def run_proxy(
     gate: McpGate, command: list[str], *, max_message_bytes: int = MAX_MESSAGE_BYTES
 ) -> int:
-    """Serve one proxy session on this process's stdin/stdout; returns the exit code."""
+    """Serve one proxy session on this process's stdin/stdout; returns the exit code.
+    Raises :class:`ProxyError` when either is closed."""
+    for fd, name in ((0, "<stdin>"), (1, "<stdout>")):
+        try:  # before the event loop opens descriptors of its own, which could take these
+            os.fstat(fd)
+        except OSError as err:
+            why = (err.strerror or str(err)).lower()
+            raise ProxyError(f"cannot carry the client's messages: {why}", source=name) from None
     proxy = McpProxy(gate, command, max_message_bytes=max_message_bytes)
     return asyncio.run(proxy.run())

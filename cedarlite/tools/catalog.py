@@ -504,6 +504,7 @@ def _fingerprint(tools: Sequence[ToolInfo]) -> str:
 
 _SERVER_LIMIT = 30
 _NAME_LIMIT = 64
+_SHOWN_CLASHES = 8
 
 
 def _provider_safe(text: str, fallback: str) -> str:
@@ -518,12 +519,21 @@ def _provider_safe(text: str, fallback: str) -> str:
 
 
 class McpTool(NamedTuple):
-    """One MCP tool of a configured server, named for the run (spec §6.4)."""
+    """One MCP tool of a configured server, named for the run (spec §6.4).
+
+    ``collides_with`` lists the names that took, or wanted, the same ``<server>__<tool>`` name
+    case-insensitively after cleaning and cutting (the other MCP tools' own names and the
+    run's other tools' names; at most 8 per clash). Spec §6.4 numbers the later ones
+    (``-2``), so a policy naming ``notes__delete_note`` means ``Delete_Note`` and not
+    ``delete_note``; a strict adapter refuses such tools instead
+    (:class:`cedarlite.hosts.mcp_gate.McpGate`).
+    """
 
     name: str
     server: str
     tool: str
     parameters: Mapping[str, Any] | None = None
+    collides_with: tuple[str, ...] = ()
 
     def to_tool(self) -> dict[str, Any]:
         """The tool object of spec §4.2 (plugin id ``bundle-mcp``)."""
@@ -542,6 +552,8 @@ def mcp_tools(
     ``servers`` maps each configured server name (in configuration order) to its tools: names,
     or MCP tool descriptions ``{"name", "inputSchema"?}``. ``reserved`` are the names of the
     run's other tools. Returns the MCP tools sorted by name and the rename log lines.
+    Tools whose names collide are numbered as the spec says and name each other in
+    :attr:`McpTool.collides_with`.
     """
     pairs = list(servers.items()) if isinstance(servers, Mapping) else list(servers)
     used_servers: set[str] = set()
@@ -568,24 +580,45 @@ def mcp_tools(
                 (part, tool_name, server, schema if isinstance(schema, Mapping) else None)
             )
     entries.sort(key=lambda e: (e[0], e[1], e[2]))
-    taken = {r.lower() for r in reserved}
+    # Lower-cased name -> who holds it: a reserved name, or the index of an MCP tool in `out`.
+    holders: dict[str, str | int] = {r.lower(): r for r in reserved}
+    # Lower-cased wanted name -> who wanted it (its holder first when it was taken already).
+    claims: dict[str, list[str | int]] = {}
+    next_number: dict[str, int] = {}
     out: list[McpTool] = []
     log: list[str] = []
     for part, tool_name, server, schema in entries:
         limit = max(1, _NAME_LIMIT - len(part) - 2)
         tool_part = _provider_safe(tool_name, "tool")[:limit]
-        name = f"{part}__{tool_part}"
-        n = 2
-        while name.lower() in taken:
+        name = wanted = f"{part}__{tool_part}"
+        claimants = claims.setdefault(wanted.lower(), [])
+        if not claimants and wanted.lower() in holders:
+            claimants.append(holders[wanted.lower()])
+        claimants.append(len(out))
+        # The numbers an earlier claimant of this name tried are taken still: go on from there
+        # (linear time for a server listing thousands of tools cut to one name).
+        n = next_number.get(wanted.lower(), 2)
+        while name.lower() in holders:
             suffix = f"-{n}"
             name = f"{part}__{tool_part[: max(1, limit - len(suffix))]}{suffix}"
             n += 1
-        taken.add(name.lower())
+        next_number[wanted.lower()] = n
+        holders[name.lower()] = len(out)
         if name != f"{server}__{tool_name}":
             log.append(
                 f'bundle-mcp: tool "{tool_name}" from server "{server}" registered as "{name}" '
                 "to keep the tool name provider-safe."
             )
         out.append(McpTool(name, server, tool_name, schema))
+    clashes: dict[int, list[str]] = {}
+    for claimants in claims.values():
+        if len(claimants) > 1:
+            names = [c if isinstance(c, str) else out[c].tool for c in claimants]
+            for c in claimants:
+                if isinstance(c, int):  # a few names say it (thousands could collide)
+                    others = [n for n in names[: _SHOWN_CLASHES + 1] if n != out[c].tool]
+                    clashes.setdefault(c, []).extend(others[:_SHOWN_CLASHES])
+    for i, others in clashes.items():
+        out[i] = out[i]._replace(collides_with=tuple(dict.fromkeys(others)))
     out.sort(key=lambda t: t.name)
     return out, log
