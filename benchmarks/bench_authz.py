@@ -1,7 +1,9 @@
 """Authorization benchmarks: cedarlite vs cedarpy (the Rust engine) vs pycasbin, one process.
 
-    python benchmarks/bench_authz.py            # all workloads
-    python benchmarks/bench_authz.py --quick    # fewer requests (a smoke run)
+    python benchmarks/bench_authz.py                  # all workloads
+    python benchmarks/bench_authz.py --quick          # fewer requests (a smoke run)
+    python benchmarks/bench_authz.py --only hook      # one workload (hook, rbac, load)
+    python benchmarks/bench_authz.py --profile        # where a cold decision's time goes
 
 Workloads (identical requests for every engine; peers get their pre-parsed handles):
 
@@ -12,11 +14,25 @@ Workloads (identical requests for every engine; peers get their pre-parsed handl
    folders, 10% conditional forbids).
 3. load: parse + compile 10,000 policies, cold and from the compile cache (warm).
 
+Each decision workload is timed two ways, on the same request sequence:
+
+* tight loop: each engine decides every request in a row, so it runs with the CPU caches
+  warmed by its own previous call (the best case, and what most benchmarks show);
+* interleaved: the engines alternate call by call (cedarpy, cedarlite from the request dict,
+  cedarpy, cedarlite from a prebuilt ``Request``, ...), so neither runs with caches warmed by
+  itself: closer to a hook inside a busy agent loop, where other work runs between two
+  decisions. Each cedarlite call follows a cedarpy call, and every cedarpy call follows a
+  cedarlite call; cedarpy's row holds both of its calls per request.
+
+cedarlite is timed on two inputs: JSON-shaped request dicts through the public
+``cedarlite.is_authorized(request, policies, entities)`` (what a hook calls with the JSON it
+received), and prebuilt ``cedarlite.Request`` objects through the compiled set (what a hook that
+builds requests itself passes); the decision cache is off unless stated (``cache miss`` rows
+show its cost on first sight of a request, ``cache hit`` rows a repeat).
+
 Shared machines are noisy: the script prints medians, p99 and ratios measured in the same run,
-never a single absolute time. cedarlite is timed on two inputs: cedarpy-style request dicts
-(what `cedarlite.is_authorized` takes from JSON), and prebuilt `cedarlite.Request` objects
-(what a hook that builds requests itself passes); the decision cache is off unless stated
-(``cache miss`` rows show its cost on first sight of a request, ``cache hit`` rows a repeat).
+never a single absolute time. ``--profile`` times the stages of a decision separately, each
+right after a cedarpy call, to show where a cold decision's time goes.
 """
 
 from __future__ import annotations
@@ -50,6 +66,10 @@ except ImportError:  # pragma: no cover
 # Timing
 
 
+Timed = tuple[Callable[[Any], Any], Sequence[Any]]
+"""A function to time and the items to call it with, one call per item."""
+
+
 def timings(fn: Callable[[Any], Any], items: Sequence[Any], repeat: int = 1) -> list[float]:
     """Per-call wall times in microseconds (each item called ``repeat`` times)."""
     out = []
@@ -62,23 +82,92 @@ def timings(fn: Callable[[Any], Any], items: Sequence[Any], repeat: int = 1) -> 
     return out
 
 
+def interleaved(peer: Timed, ours: dict[str, Timed]) -> dict[str, list[float]]:
+    """Per-call wall times in microseconds, alternating engines call by call.
+
+    For each item index ``i``, every function of ``ours`` is called on its ``i``-th item,
+    each right after a call of ``peer`` on the peer's ``i``-th item (so each of our calls
+    follows a peer call, and each peer call follows one of ours). Returns each name's samples
+    and the peer's under ``"peer"``.
+    """
+    clock = time.perf_counter
+    peer_fn, peer_items = peer
+    out: dict[str, list[float]] = {name: [] for name in ours}
+    out["peer"] = []
+    peer_samples = out["peer"]
+    plan = [(out[name], fn, items) for name, (fn, items) in ours.items()]
+    for i, peer_item in enumerate(peer_items):
+        for samples, fn, items in plan:
+            t0 = clock()
+            peer_fn(peer_item)
+            t1 = clock()
+            fn(items[i])
+            t2 = clock()
+            peer_samples.append((t1 - t0) * 1e6)
+            samples.append((t2 - t1) * 1e6)
+    return out
+
+
+def our_engines(
+    ps: cedarlite.PolicySet, ents: cedarlite.Entities, requests: list[Any], prebuilt: list[Any]
+) -> dict[str, Timed]:
+    """cedarlite's two inputs: request dicts through the public ``is_authorized``, prebuilt
+    ``Request`` objects through the compiled set (decision cache off)."""
+    index = compiled(ps)
+    return {
+        "cedarlite (request dicts)": (lambda r: cedarlite.is_authorized(r, ps, ents), requests),
+        "cedarlite (prebuilt Request)": (lambda r: index.authorize(r, ents), prebuilt),
+    }
+
+
+def fresh_dicts(ours: dict[str, Timed]) -> dict[str, Timed]:
+    """``ours`` with each request dict replaced by a copy decoded from its JSON, as a hook
+    receives it: strings never hashed (the tight loop has hashed the originals)."""
+    return {
+        name: (fn, [json.loads(json.dumps(r)) for r in items] if "dicts" in name else items)
+        for name, (fn, items) in ours.items()
+    }
+
+
 def summary(samples: list[float]) -> tuple[float, float]:
     """(median, p99) in microseconds."""
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def report(title: str, rows: dict[str, list[float]], baseline: str) -> dict[str, float]:
-    """Print a table of medians, p99 and each row's speed-up over ``baseline``."""
+def report(
+    title: str,
+    tight: dict[str, list[float]],
+    baseline: str,
+    mixed: dict[str, list[float]] | None = None,
+) -> dict[str, float]:
+    """Print medians, p99 and each row's speed-up over ``baseline`` (its median over the
+    row's), for the tight loop and, when given, interleaved; returns the tight medians and the
+    interleaved ones (keys prefixed ``interleaved:``)."""
     print(f"\n{title}")
-    peer = baseline.split(" ")[0]
-    print(f"  {'engine':<34}{'median us':>12}{'p99 us':>12}{'speed-up vs ' + peer:>22}")
-    medians = {name: summary(s)[0] for name, s in rows.items()}
-    base = medians.get(baseline)
-    for name, samples in rows.items():
-        med, p99 = summary(samples)
-        ratio = f"{base / med:,.1f}x" if base and name != baseline else ""
-        print(f"  {name:<34}{med:>12,.1f}{p99:>12,.1f}{ratio:>22}")
+    head = f"{'median us':>11}{'p99 us':>10}{'speed-up':>10}"
+    print(f"  {'':<34}{'tight loop':^31}", end="")
+    print(f"{'interleaved with ' + baseline.split(' ')[0]:^31}" if mixed else "")
+    print(f"  {'engine':<34}{head}{head if mixed else ''}")
+    medians: dict[str, float] = {}
+    for kind, rows in (("", tight), ("interleaved:", mixed or {})):
+        base = summary(rows[baseline])[0] if baseline in rows else None
+        for name, samples in rows.items():
+            medians[kind + name] = summary(samples)[0]
+        medians[kind + "base"] = base or 0.0
+    for name in dict.fromkeys([*tight, *(mixed or {})]):
+        line = f"  {name:<34}"
+        for kind, rows in (("", tight), ("interleaved:", mixed or {})):
+            if not mixed and kind:
+                continue
+            if name not in rows:
+                line += f"{'':>31}"
+                continue
+            med, p99 = summary(rows[name])
+            base = medians[kind + "base"]
+            ratio = f"{base / med:,.1f}x" if base and name != baseline else ""
+            line += f"{med:>11,.1f}{p99:>10,.1f}{ratio:>10}"
+        print(line)
     return medians
 
 
@@ -308,7 +397,7 @@ def agent_hook_data(n_requests: int) -> tuple[str, list[dict[str, Any]], list[di
     return text, entities, requests
 
 
-def agent_hook_workload(n_requests: int) -> None:
+def agent_hook_workload(n_requests: int) -> dict[str, float]:
     text, entities, requests = agent_hook_data(n_requests)
     ps = cedarlite.PolicySet.from_str(text)
     ents = cedarlite.Entities.from_json(entities)
@@ -317,34 +406,31 @@ def agent_hook_workload(n_requests: int) -> None:
     groups = {p["id"] for e in entities for p in e["parents"] if p["type"] == "Action"}
     tools = [e for e in entities if e["uid"]["type"] == "Action" and e["uid"]["id"] not in groups]
     print(f"\nagent hook: {len(tools)} tools, {len(ps)} policies, {len(requests)} tool calls")
-    rows = {
-        "cedarlite (request dicts)": timings(
-            lambda r: index.authorize(make_request(r), ents, cache=False), requests
-        ),
-        "cedarlite (prebuilt Request)": timings(
-            lambda r: index.authorize(r, ents, cache=False), prebuilt
-        ),
-        "cedarlite (prebuilt, cache miss)": timings(
-            lambda r: index.authorize(r, ents, cache=True), prebuilt
-        ),
-        # The same calls again: every one is now a cache hit.
-        "cedarlite (prebuilt, cache hit)": timings(
-            lambda r: index.authorize(r, ents, cache=True), prebuilt
-        ),
-    }
-    ours = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
+    ours = our_engines(ps, ents, requests, prebuilt)
+    rows = {name: timings(fn, items) for name, (fn, items) in ours.items()}
+    rows["cedarlite (prebuilt, cache miss)"] = timings(
+        lambda r: index.authorize(r, ents, cache=True), prebuilt
+    )
+    # The same calls again: every one is now a cache hit.
+    rows["cedarlite (prebuilt, cache hit)"] = timings(
+        lambda r: index.authorize(r, ents, cache=True), prebuilt
+    )
+    ours_allowed = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
+    check_same(
+        "cedarlite (request dicts)",
+        ours_allowed,
+        [cedarlite.is_authorized(r, ps, ents).allowed for r in requests],
+    )
+    mixed = None
     if cedarpy is not None:
         cps = cedarpy.PolicySet.from_str(text)
         cents = cedarpy.Entities.from_json_str(json.dumps(entities))
-        rows["cedarpy (pre-parsed handles)"] = timings(
-            lambda r: cedarpy.is_authorized(r, cps, cents), requests
-        )
-        check_same(
-            "cedarpy",
-            ours,
-            [cedarpy_allowed(cedarpy.is_authorized(r, cps, cents)) for r in requests],
-        )
-    report("agent hook workload", rows, "cedarpy (pre-parsed handles)")
+        peer = lambda r: cedarpy.is_authorized(r, cps, cents)  # noqa: E731
+        rows["cedarpy (pre-parsed handles)"] = timings(peer, requests)
+        check_same("cedarpy", ours_allowed, [cedarpy_allowed(peer(r)) for r in requests])
+        mixed = interleaved((peer, requests), fresh_dicts(ours))
+        mixed["cedarpy (pre-parsed handles)"] = mixed.pop("peer")
+    return report("agent hook workload", rows, "cedarpy (pre-parsed handles)", mixed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -417,8 +503,8 @@ def casbin_enforcer(rows: list[tuple[str, str, str, str]], users: dict, docs: di
     return enforcer
 
 
-def rbac_round(n: int, n_requests: int) -> dict[str, float]:
-    """One size of the RBAC series: time every engine, print the table, return the medians."""
+def rbac_requests(n: int, n_requests: int) -> tuple[str, list[dict[str, Any]], list[Any], Any]:
+    """The RBAC workload of ``n`` policies: (policy text, entity JSON, requests, rows)."""
     rng = random.Random(n)
     rows, text = rbac_policies(n, rng)
     entities, users, docs = rbac_entities(n, rng)
@@ -431,46 +517,104 @@ def rbac_round(n: int, n_requests: int) -> dict[str, float]:
         }
         for _ in range(n_requests)
     ]
+    return text, entities, requests, (rows, users, docs)
+
+
+def rbac_round(n: int, n_requests: int) -> dict[str, float]:
+    """One size of the RBAC series: time every engine, print the table, return the medians."""
+    text, entities, requests, (rows, users, docs) = rbac_requests(n, n_requests)
     ps = cedarlite.PolicySet.from_str(text)
     ents = cedarlite.Entities.from_json(entities)
     index = compiled(ps)
     prebuilt = [make_request(r) for r in requests]
-    rows_t = {
-        "cedarlite (request dicts)": timings(
-            lambda r: index.authorize(make_request(r), ents, cache=False), requests
-        ),
-        "cedarlite (prebuilt Request)": timings(
-            lambda r: index.authorize(r, ents, cache=False), prebuilt
-        ),
-    }
-    ours = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
+    ours = our_engines(ps, ents, requests, prebuilt)
+    rows_t = {name: timings(fn, items) for name, (fn, items) in ours.items()}
+    ours_allowed = [index.authorize(r, ents, cache=False).allowed for r in prebuilt]
     # The peers are slow at scale: time a sample (the same first requests for both).
-    sample = requests[: max(50, n_requests // max(1, n // 100))]
+    size = max(50, n_requests // max(1, n // 100))
+    sample = requests[:size]
+    mixed = None
     if cedarpy is not None:
         cps = cedarpy.PolicySet.from_str(text)
         cents = cedarpy.Entities.from_json_str(json.dumps(entities))
-        rows_t["cedarpy (pre-parsed handles)"] = timings(
-            lambda r: cedarpy.is_authorized(r, cps, cents), sample
-        )
-        check_same(
-            "cedarpy",
-            ours[: len(sample)],
-            [cedarpy_allowed(cedarpy.is_authorized(r, cps, cents)) for r in sample],
-        )
+        peer = lambda r: cedarpy.is_authorized(r, cps, cents)  # noqa: E731
+        rows_t["cedarpy (pre-parsed handles)"] = timings(peer, sample)
+        check_same("cedarpy", ours_allowed[:size], [cedarpy_allowed(peer(r)) for r in sample])
+        mixed = interleaved((peer, sample), fresh_dicts(ours))
+        mixed["cedarpy (pre-parsed handles)"] = mixed.pop("peer")
     if casbin is not None:
         enforcer = casbin_enforcer(rows, users, docs)
         args = [(r["principal"]["id"], r["resource"]["id"], r["action"]["id"]) for r in sample]
         rows_t["pycasbin"] = timings(lambda a: enforcer.enforce(*a), args)
-        check_same("pycasbin", ours[: len(sample)], [enforcer.enforce(*a) for a in args])
-    return report(f"RBAC scale: {n:,} policies", rows_t, "cedarpy (pre-parsed handles)")
+        check_same("pycasbin", ours_allowed[:size], [enforcer.enforce(*a) for a in args])
+    return report(f"RBAC scale: {n:,} policies", rows_t, "cedarpy (pre-parsed handles)", mixed)
 
 
-def rbac_scale(n_requests: int) -> None:
+def rbac_scale(n_requests: int) -> dict[int, dict[str, float]]:
     results = {n: rbac_round(n, n_requests) for n in (10, 100, 1000, 10000)}
     base = results[10]
-    print("\n  growth of cedarlite's median from 10 to 10,000 policies:")
+    print("\n  growth of cedarlite's median from 10 to 10,000 policies (tight / interleaved):")
     for name in ("cedarlite (request dicts)", "cedarlite (prebuilt Request)"):
-        print(f"    {name:<32}{results[10000][name] / base[name]:.2f}x")
+        tight = results[10000][name] / base[name]
+        mixed = ""
+        if "interleaved:" + name in base:
+            key = "interleaved:" + name
+            mixed = f" / {results[10000][key] / base[key]:.2f}x"
+        print(f"    {name:<32}{tight:.2f}x{mixed}")
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Where a cold decision's time goes
+
+
+def profile(n_requests: int) -> None:
+    """Stages of a decision timed on their own, each right after a cedarpy call on the same
+    request (reading the request dict, finding the request's entities, walking the scope index,
+    then whole decisions, which also run the leaf functions and make the response), for the
+    agent hook and 10,000 RBAC policies."""
+    if cedarpy is None:
+        print("\n--profile needs cedarpy (its calls are what makes each stage cold)")
+        return
+    text, entities, requests = agent_hook_data(n_requests)
+    profile_one("agent hook", text, entities, requests)
+    text, entities, requests, _ = rbac_requests(10000, max(50, n_requests // 20))
+    profile_one("RBAC 10,000 policies", text, entities, requests)
+
+
+def profile_one(title: str, text: str, entities: list[Any], requests: list[Any]) -> None:
+    """:func:`profile` of one workload."""
+    ps = cedarlite.PolicySet.from_str(text)
+    ents = cedarlite.Entities.from_json(entities)
+    index = compiled(ps)
+    prebuilt = [make_request(r) for r in requests]
+    cps = cedarpy.PolicySet.from_str(text)
+    cents = cedarpy.Entities.from_json_str(json.dumps(entities))
+    find = ents.lookup
+    stages: dict[str, Timed] = {
+        "(timer and call, no work)": (lambda r: None, requests),
+        "read the request dict (make_request)": (make_request, requests),
+        "the three entities from the store": (
+            lambda r: (find(r.principal), find(r.action), find(r.resource)),
+            prebuilt,
+        ),
+        "scope index, node by node (groups)": (lambda r: index.groups(r, ents), prebuilt),
+        "whole decision, prebuilt Request": (lambda r: index.authorize(r, ents), prebuilt),
+        "whole decision, request dict": (
+            lambda r: cedarlite.is_authorized(r, ps, ents),
+            requests,
+        ),
+    }
+    fresh = [json.loads(json.dumps(r)) for r in requests]  # strings never hashed, as in a hook
+    stages["read the request dict (make_request)"] = (make_request, fresh)
+    stages["whole decision, request dict"] = (stages["whole decision, request dict"][0], fresh)
+    mixed = interleaved((lambda r: cedarpy.is_authorized(r, cps, cents), requests), stages)
+    tight = {name: timings(fn, items) for name, (fn, items) in stages.items()}
+    print(f"\nwhere a decision's time goes: {title} ({len(requests)} requests)")
+    print(f"  {'stage':<40}{'tight median us':>17}{'cold median us':>17}")
+    for name in stages:
+        print(f"  {name:<40}{summary(tight[name])[0]:>17,.1f}{summary(mixed[name])[0]:>17,.1f}")
+    print(f"  {'cedarpy (pre-parsed handles)':<40}{'':>17}{summary(mixed['peer'])[0]:>17,.1f}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,6 +654,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests (smoke run)")
     parser.add_argument("--only", choices=["hook", "rbac", "load"], help="one workload")
+    parser.add_argument(
+        "--profile", action="store_true", help="where a cold decision's time goes (and exit)"
+    )
     args = parser.parse_args(argv)
     n = 300 if args.quick else 3000
     print(
@@ -517,6 +664,9 @@ def main(argv: list[str] | None = None) -> int:
         f"cedarpy {'absent' if cedarpy is None else getattr(cedarpy, '__version__', 'present')}, "
         f"pycasbin {'absent' if casbin is None else 'present'}"
     )
+    if args.profile:
+        profile(n)
+        return 0
     if args.only in (None, "hook"):
         agent_hook_workload(n)
     if args.only in (None, "rbac"):

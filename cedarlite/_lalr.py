@@ -136,6 +136,53 @@ class TooDeep(Exception):
         self.token = token
 
 
+_PASS = -1
+"""``pick`` of a one-symbol rule whose value is that symbol's (see :func:`_direct`)."""
+
+
+def _direct(callback: Any, size: int) -> tuple[Any, Any]:
+    """``(function, pick)``: how to reduce by a rule of ``size`` symbols whose Lark callback
+    is ``callback``, without the wrappers Lark puts around our transformer's method.
+
+    Lark wraps it to drop filtered tokens (punctuation) and, for ``?rule``, to return a lone
+    child unchanged; most reductions of a parse are such one-child rules (an expression goes
+    through a dozen precedence levels). ``pick`` is ``None`` (call ``function`` with all the
+    children), a tuple (call it with the children at those positions), an int (no call: the
+    value is the child at that position) or :data:`_PASS` (the same for a one-symbol rule).
+    Wrappers this does not know (inlined ``_rule`` children, placeholders, positions) keep
+    Lark's callback, which does it all.
+    """
+    # INTERNAL: the wrapper classes of lark.parse_tree_builder; a class this does not know
+    # (another Lark) keeps Lark's callback. The parser and schema tests check the results.
+    from lark.parse_tree_builder import (
+        ChildFilterLALR,
+        ChildFilterLALR_NoPlaceholders,
+        ExpandSingleChild,
+    )
+
+    function, keep = callback, None
+    if function.__class__ is ChildFilterLALR_NoPlaceholders:
+        if any(expand for _, expand in function.to_include):
+            return callback, None
+        keep = tuple(i for i, _ in function.to_include)
+        function = function.node_builder
+    elif function.__class__ is ChildFilterLALR:  # (with `maybe_placeholders`)
+        if function.append_none or any(expand or nones for _, expand, nones in function.to_include):
+            return callback, None  # placeholders to insert: Lark's own callback
+        keep = tuple(i for i, _, _ in function.to_include)
+        function = function.node_builder
+    if function.__class__ is ExpandSingleChild:
+        kept = keep if keep is not None else tuple(range(size))
+        if len(kept) == 1:
+            return None, _PASS if size == 1 else kept[0]
+        function = function.node_builder
+    if function.__class__.__module__ == "lark.parse_tree_builder":
+        return callback, None  # another wrapper: Lark's own callback
+    if keep == tuple(range(size)):
+        keep = None
+    return function, keep
+
+
 class Automaton:
     """Runs the LALR automaton of a Lark parser built with ``parser="lalr"`` and a transformer."""
 
@@ -168,12 +215,20 @@ class Automaton:
         parser = lark.parser.parser.parser
         table, callbacks = parser.parse_table, parser.callbacks
         self._raw = table.states
-        # Each action pre-resolved: (shift?, target state | rule size, callback, rule origin).
-        self._states: dict[Any, dict[str, tuple[bool, Any, Any, str]]] = {
+        # Each action pre-resolved: (shift?, target state | rule size, callback, rule origin,
+        # which children the callback takes; see `_direct`).
+        reductions = {rule: _direct(callbacks[rule], len(rule.expansion)) for rule in callbacks}
+        self._states: dict[Any, dict[str, tuple[bool, Any, Any, str, Any]]] = {
             state: {
-                term: (True, arg, None, "")
+                term: (True, arg, None, "", None)
                 if action is Shift
-                else (False, len(arg.expansion), callbacks[arg], arg.origin.name)
+                else (
+                    False,
+                    len(arg.expansion),
+                    reductions[arg][0],
+                    arg.origin.name,
+                    reductions[arg][1],
+                )
                 for term, (action, arg) in actions.items()
             }
             for state, actions in table.states.items()
@@ -191,6 +246,7 @@ class Automaton:
         """
         limit = max_stack if max_stack is not None else len(text) + 2
         states, keywords, match = self._states, self.keywords, self._token.match
+        new_str = str.__new__
         stack: list[Any] = [self._start]
         values: list[Any] = []
         pos, end, line, line_start = 0, len(text), 1, 0
@@ -219,25 +275,38 @@ class Automaton:
                         identifier not in table or self.accepts(stack, keyword)
                     ):
                         kind = keyword
-            tok = make_token(kind, value, start, line, start - line_start + 1)
+            tok = new_str(Tok, value)  # (make_token, inlined: one per token)
+            tok.type, tok.start_pos, tok.end_pos = kind, start, start + len(value)
+            tok.line, tok.column = line, start - line_start + 1
             while True:
                 action = states[stack[-1]].get(kind)
                 if action is None:
                     raise UnexpectedToken(tok, self.expected(stack))
-                shift, arg, callback, origin = action
+                shift, arg, callback, origin, pick = action
                 if shift:
                     stack.append(arg)
                     values.append(tok)
                     if len(stack) > limit:
                         raise TooDeep(tok)
                     break
+                if pick is _PASS:  # `?rule: x`: the value stays, only the state changes
+                    goto = states[stack[-2]][origin][1]
+                    if goto == self._end:
+                        return values[-1]
+                    stack[-1] = goto
+                    continue
                 if arg:
                     children = values[-arg:]
                     del stack[-arg:]
                     del values[-arg:]
                 else:
                     children = []
-                value_ = callback(children)
+                if pick is None:
+                    value_ = callback(children)
+                elif pick.__class__ is int:  # one child passed up (the others are filtered out)
+                    value_ = children[pick]
+                else:  # the children the rule keeps (punctuation filtered out)
+                    value_ = callback([children[i] for i in pick])
                 goto = states[stack[-1]][origin][1]
                 if goto == self._end:
                     return value_

@@ -70,13 +70,28 @@ def is_authorized(
     Bad input raises a :class:`~cedarlite.CedarliteError`; evaluation errors never do (they
     are reported in :attr:`Response.errors`).
     """
+    if (
+        engine == "compiled"
+        and schema is None
+        and policies.__class__ is PolicySet
+        and entities.__class__ is Entities
+    ):  # the usual call, straight to the compiled set (one decision is a few microseconds)
+        index = policies._cache.get("compiled") or compiled(policies)
+        if request.__class__ is dict and not cache:  # (CompiledPolicySet.decide, inlined)
+            response = index._authorize_plain(request, entities)
+            if response is not None:
+                return response
+        return index.decide(request, entities, cache=cache)
     _check_engine(engine)
     ps, ents = coerce_inputs(policies, entities, schema)
-    req = make_request(request, schema=schema, validate=validate)
     if engine == "reference":
         from .evaluator import evaluate_policies  # the AST and the interpreter, only when asked
 
+        req = make_request(request, schema=schema, validate=validate)
         return evaluate_policies(ps.active, req, ents)
+    if schema is None:
+        return compiled(ps).decide(request, ents, cache=cache)
+    req = make_request(request, schema=schema, validate=validate)
     return compiled(ps).authorize(req, ents, cache=cache)
 
 
@@ -95,10 +110,13 @@ def is_authorized_batch(
     """
     _check_engine(engine)
     ps, ents = coerce_inputs(policies, entities, schema)
-    reqs = [make_request(r, schema=schema) for r in requests]
     if engine == "reference":
         from .evaluator import evaluate_policies
 
+        reqs = [make_request(r, schema=schema) for r in requests]
         return [evaluate_policies(ps.active, r, ents) for r in reqs]
     index = compiled(ps)
+    if schema is None:
+        return [index.decide(r, ents, cache=cache) for r in requests]
+    reqs = [make_request(r, schema=schema) for r in requests]
     return [index.authorize(r, ents, cache=cache) for r in reqs]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -84,10 +84,11 @@ class Entities(Mapping[EntityUID, Entity]):
     """An immutable entity store keyed by :class:`EntityUID`.
 
     ``get(uid)`` returns the :class:`Entity` (with transitively closed ``ancestors``) or
-    ``None``. Parents may name entities that are not in the store.
+    ``None``; so does ``lookup(uid)``, the fastest way (for a store that is not an overlay,
+    the dictionary's own ``get``). Parents may name entities that are not in the store.
     """
 
-    __slots__ = ("_base", "_by_uid", "serial")
+    __slots__ = ("_base", "_by_uid", "lookup", "serial", "valid_types")
 
     def __init__(self, entities: Iterable[Entity] = (), *, _base: Entities | None = None) -> None:
         by_uid: dict[EntityUID, Entity] = {}
@@ -99,6 +100,14 @@ class Entities(Mapping[EntityUID, Entity]):
             by_uid[ent.uid] = ent
         self._base = _base
         self._by_uid = _close_ancestors(by_uid, _base)
+        self.lookup: Callable[[EntityUID], Entity | None] = (
+            self._by_uid.get if _base is None else self.get
+        )
+        # Whether every entity's type name is valid (always, for stores read from JSON): a
+        # request naming a stored entity then needs no check of its type name.
+        self.valid_types: bool = all(map(is_valid_type_name, {u.type for u in by_uid})) and (
+            _base is None or _base.valid_types
+        )
         # A process-unique number (never reused, unlike id()): keys the decision caches.
         self.serial = next(_SERIALS)
 
@@ -401,6 +410,45 @@ def value_from_json(obj: Any, where: str, limits: _Limits | None = None, depth: 
     if isinstance(obj, Mapping):
         return value_from_json(dict(obj), where, limits, depth)
     raise JSONValueError(f"{where}: `{preview(obj)}` is not a Cedar value")
+
+
+_ESCAPES = frozenset({"__entity", "__extn", "__expr"})
+
+
+def plain_record(obj: dict[str, Any]) -> Record | None:
+    """What :func:`value_from_json` makes of a JSON object, quickly, when it has the plain
+    shape of most request contexts: strings, booleans, 64-bit integers, arrays of strings, and
+    objects of those (one level); ``None`` when it has any other shape (read it with
+    :func:`value_from_json`, which also reports what is wrong)."""
+    size = len(obj)
+    if size > MAX_VALUE_SIZE or (size == 1 and not _ESCAPES.isdisjoint(obj)):
+        return None  # too large, or maybe an escape (`{"__entity": ...}`), not a record
+    record = Record(obj)
+    for key, value in obj.items():
+        cls = value.__class__
+        if cls is str or cls is bool:
+            continue
+        if cls is int:
+            if I64_MIN <= value <= I64_MAX:
+                continue
+            return None
+        if cls is dict:
+            if len(value) == 1 and not _ESCAPES.isdisjoint(value):
+                return None
+            for inner in value.values():
+                c = inner.__class__
+                if not (c is str or c is bool or (c is int and I64_MIN <= inner <= I64_MAX)):
+                    return None
+            converted: Any = Record(value)
+        elif cls is list and _STRINGS.issuperset(map(type, value)):
+            converted = CedarSet.of_keys(frozenset(value))
+        else:
+            return None
+        size += len(value)
+        if size > MAX_VALUE_SIZE:
+            return None
+        dict.__setitem__(record, key, converted)  # (not yet seen by anyone: still immutable)
+    return record
 
 
 class _Limits:

@@ -58,6 +58,21 @@ _UID_RE = re.compile(
 )
 
 
+_TYPE_NAMES: dict[str, bool] = {}
+"""Entity type names seen in requests: whether each is valid (at most 4,096 kept)."""
+
+
+def type_name_ok(name: str) -> bool:
+    """:func:`~cedarlite.lexical.is_valid_type_name`, remembered for the names requests use
+    (``_TYPE_NAMES.get(name)`` answers for a name seen before, without a call)."""
+    ok = _TYPE_NAMES.get(name)
+    if ok is None:
+        ok = is_valid_type_name(name)
+        if len(_TYPE_NAMES) < 4096:
+            _TYPE_NAMES[name] = ok
+    return ok
+
+
 def _clip(text: str, limit: int = 40) -> str:
     """``text`` shortened for a message (uids come from callers and can be huge)."""
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
@@ -111,7 +126,7 @@ def read_uid(value: Any, field: str) -> EntityUID:
         return value
     if cls is dict and len(value) == 2:  # the common `{"type", "id"}`, checked inline
         type_name, id_ = value.get("type"), value.get("id")
-        if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
+        if type_name.__class__ is str and id_.__class__ is str and type_name_ok(type_name):
             return EntityUID(type_name, id_)
     if isinstance(value, str):
         try:

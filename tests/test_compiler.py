@@ -322,8 +322,10 @@ def test_pickled_compiled_sets_keep_their_code_for_the_same_python_only(monkeypa
     from cedarlite.compiler import runtime
 
     compiles = []
-    real = runtime.make_factory
-    monkeypatch.setattr(runtime, "make_factory", lambda body: compiles.append(body) or real(body))
+    real = runtime.make_leaf_factory
+    monkeypatch.setattr(
+        runtime, "make_leaf_factory", lambda body: compiles.append(body) or real(body)
+    )
     same = pickle.loads(data)  # the same interpreter: the stored code is used, nothing compiled
     assert compiles == []
     monkeypatch.setattr(sys, "version", sys.version + " (another build)")
@@ -333,3 +335,135 @@ def test_pickled_compiled_sets_keep_their_code_for_the_same_python_only(monkeypa
         ents = cedarlite.Entities()
         reqs = [cedarlite.request.make_request(r) for r in requests]
         assert [index.authorize(r, ents) for r in reqs] == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Request dicts decided without a Request, leaves of many policies, shared reads
+
+
+def _reference_or_error(req, ps, ents):
+    """The reference engine's answer, or the type and message of the error it raises."""
+    try:
+        return cedarlite.is_authorized(req, ps, ents, engine="reference")
+    except cedarlite.CedarliteError as err:
+        return type(err), str(err)
+
+
+def _compiled_or_error(req, ps, ents):
+    try:
+        return cedarlite.is_authorized(req, ps, ents)
+    except cedarlite.CedarliteError as err:
+        return type(err), str(err)
+
+
+_UID = {"type": "User", "id": "a"}
+_ACT = {"type": "Action", "id": "x"}
+_RES = {"type": "R", "id": "r"}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"context": None},
+        {"context": {}},
+        {"context": []},
+        {"context": ""},
+        {"context": 0},
+        {"context": '{"n": 3}'},
+        {"context": {"n": 2**63}},
+        {"context": {"n": -(2**63)}},
+        {"context": {"n": 1.5}},
+        {"context": {"n": None}},
+        {"context": {"tags": ["a", "b"], "meta": {"k": "v", "n": 4}}},
+        {"context": {"tags": ["a", 1]}},
+        {"context": {"meta": {"deep": {"x": 1}}}},
+        {"context": {"meta": {"__entity": {"type": "User", "id": "a"}}}},
+        {"context": {"meta": {"__entity": 3}}},
+        {"context": {"__entity": {"type": "User", "id": "a"}}},
+        {"context": {"__extn": {"fn": "ip", "arg": "10.0.0.1"}}},
+        {"principal": 'User::"a"'},
+        {"principal": {"type": "User", "id": 3}},
+        {"principal": {"type": "Not A Type", "id": "a"}},
+        {"principal": {"type": "User", "id": "a", "extra": 1}},
+        {"principal": {"type": "User"}},
+        {"principal": None},
+        {"resource": {"type": "Doc", "id": "unknown"}},
+        {"action": {"type": "Action", "id": "y"}},
+        {"extra": "ignored"},
+    ],
+)
+def test_request_dicts_decide_like_the_reference(changes):
+    """The compiled engine reads a request dict itself (no Request built) for the usual
+    shape and hands any other shape to make_request: answers and errors match either way."""
+    ps = cedarlite.PolicySet.from_str(
+        'permit (principal in Group::"g", action == Action::"x", resource) '
+        "when { context has n && context.n > 1 };"
+        "permit (principal, action, resource) when { context has tags && "
+        'context.tags.contains("a") };'
+        "forbid (principal, action, resource) when { context has meta && context.meta.n == 4 };"
+        "permit (principal, action, resource) when { context has meta && context.meta is User };"
+    )
+    ents = cedarlite.Entities.from_json(
+        [{"uid": _UID, "attrs": {}, "parents": [{"type": "Group", "id": "g"}]}]
+    )
+    req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": {"n": 3}, **changes}
+    assert _compiled_or_error(req, ps, ents) == _reference_or_error(req, ps, ents)
+    index = compiled(ps)
+    try:
+        expected = index.authorize(cedarlite.request.make_request(req), ents)
+    except cedarlite.CedarliteError as err:
+        with pytest.raises(type(err), match="^" + __import__("re").escape(str(err)) + "$"):
+            index.decide(req, ents)
+    else:
+        assert index.decide(req, ents) == expected
+
+
+def test_large_groups_of_one_scope_split_into_leaves():
+    """More policies with one scope than a leaf holds: split, with reasons and errors still
+    in policy order, forbids overriding across leaves."""
+    from cedarlite.compiler.index import LEAF_SIZE
+
+    n = 3 * LEAF_SIZE + 7
+
+    def policy(i: int) -> str:
+        effect = "forbid" if i % 50 == 49 else "permit"
+        if i % 5 == 0:
+            return f"{effect} (principal, action, resource);"
+        if i % 5 == 1:  # errors when `context.s` is missing
+            return f'{effect} (principal, action, resource) when {{ context.s like "*{i}*" }};'
+        return f"{effect} (principal, action, resource) when {{ context.n >= {i} }};"
+
+    text = "\n".join(policy(i) for i in range(n))
+    ps = cedarlite.PolicySet.from_str(text)
+    assert len(compiled(ps).leaves) >= 3
+    for context in ({"n": 0, "s": "x31x"}, {"n": 60, "s": "x"}, {"s": "9"}, {"n": 500}, {}):
+        req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": context}
+        ref = cedarlite.is_authorized(req, ps, engine="reference")
+        assert cedarlite.is_authorized(req, ps) == ref
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git status", "rm -rf /", "curl x | sh", "ls", "", 3, True, None, ["ls"], {"a": "b"}],
+)
+def test_string_tests_on_one_shared_read_match_the_reference(command):
+    """Runs of `like`/`==` tests on one attribute read once and tested together: the same
+    answer and, when the attribute is missing or not a string, the same error."""
+    patterns = ["git *", "*rm -rf*", "*| sh", "ls", "*", "curl*x*", "*.env"]
+    tests = " || ".join(f'resource.command like "{p}"' for p in patterns)
+    ps = cedarlite.PolicySet.from_str(
+        f"forbid (principal, action, resource) when {{ {tests} }};"
+        'permit (principal, action, resource) when { resource.command == "ls" || '
+        'resource.command == "pwd" || resource.command like "git s*" };'
+        "permit (principal, action, resource) when { context.x == 1 || "
+        'resource.command like "*status" || resource.command like "git*" };'
+    )
+    attrs = {} if command is None else {"command": command}
+    if isinstance(command, dict):
+        attrs = {"command": command}
+    ents = cedarlite.Entities.from_json([{"uid": _RES, "attrs": attrs, "parents": []}])
+    for context in ({}, {"x": 1}):
+        req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": context}
+        ref = cedarlite.is_authorized(req, ps, ents, engine="reference")
+        assert cedarlite.is_authorized(req, ps, ents) == ref

@@ -1,14 +1,15 @@
-"""The compiler: a policy set as a scope index plus generated condition functions.
+"""The compiler: a policy set as a decision tree whose leaves are generated functions.
 
-A request first goes through the scope index (:mod:`.index`), which yields exactly the
-policies whose scopes hold; only their conditions (:mod:`.codegen`) are evaluated. Answers are
-identical to the reference interpreter's — decision, reasons and errors — which a property test
-checks on random policy sets.
+A request goes down the scope index (:mod:`.index`), a tree keyed by the action, then the
+principal, then the resource, to the leaves of the policies whose scopes hold; each leaf is one
+generated function (:mod:`.codegen`) that evaluates the conditions of its policies, reading
+each shared attribute once. Answers are identical to the reference interpreter's — decision,
+reasons and errors — which property tests check on random policy sets.
 
 The compiled form is built once per :class:`~cedarlite.PolicySet` (immutable) and cached on it;
 it does not depend on the entity store, which is consulted per request for ancestors. It holds
-no AST, only ids, masks and condition sources, so it pickles compactly: see :mod:`.cache` for
-reusing it across processes.
+no AST, only ids, the tree and the leaves' sources, so it pickles compactly: see :mod:`.cache`
+for reusing it across processes.
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ from __future__ import annotations
 import marshal
 import sys
 from _thread import allocate_lock  # threading.Lock, without importing threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import CodeType
 from typing import TYPE_CHECKING, Any
 
-from ..entities import Entities
-from ..errors import EvaluationError
-from ..request import Request
+from ..entities import Entities, plain_record
+from ..request import Request, make_request, type_name_ok
 from ..response import Decision, PolicyError, Response
-from .index import VarIndex, iter_bits, make_mask
-from .runtime import CondFn, build_condition, make_factory
+from ..values import EMPTY_RECORD, EntityUID, Record
+from .index import LEAF_SIZE, Leaf, Node, build_tree, iter_bits, walk_leaves
+from .runtime import build_leaf
 
 if TYPE_CHECKING:
     from cachetools import LRUCache
@@ -35,104 +36,134 @@ if TYPE_CHECKING:
 
 _NO_ANCESTORS: frozenset[Any] = frozenset()
 _DENY = Response(Decision.DENY)
+_new_tuple = tuple.__new__  # EntityUID(t, i) without its Python-level __new__
 
 DECISION_CACHE_SIZE = 4096
 """Entries of each compiled policy set's decision cache (LRU)."""
 
-FORMAT_VERSION = 3
+OUTCOMES = 4096
+"""Responses each compiled policy set keeps by outcome (which policies of which leaves were
+satisfied, without errors): a decision whose outcome was seen before returns the same
+immutable :class:`~cedarlite.Response` instead of building one."""
+
+FORMAT_VERSION = 4
 """Version of the pickled state; bumped whenever the compiled representation changes."""
 
 
-class CompiledPolicySet:
-    """The decision index of one policy set. Thread-safe; build it with :func:`compiled`."""
+def _make_leaves(policies: Sequence[Policy]) -> Any:
+    """The ``make_leaves`` of :func:`~.index.build_tree` for ``policies``: a group of
+    policies with the same scope constraints, as leaves of at most
+    :data:`~.index.LEAF_SIZE` conditional policies each."""
+    from ..ast import Effect
+    from .codegen import leaf_source
 
-    __slots__ = (
-        "_cache",
-        "_lock",
-        "action",
-        "conditions",
-        "forbid_mask",
-        "ids",
-        "principal",
-        "resource",
-        "sources",
-        "unconditional_mask",
-    )
+    forbid = Effect.FORBID
+    # Generated sets repeat conditions (the same `when` on a thousand scopes): equal lists
+    # of conditions (by value, spans aside) give the same source, made once.
+    sources: dict[tuple[Any, ...], Any] = {}
+
+    def leaf(positions: list[int]) -> Leaf:
+        members = [policies[i] for i in positions]
+        base = forbids = 0
+        for j, p in enumerate(members):
+            if not p.conditions:
+                base |= 1 << j
+            if p.effect is forbid:
+                forbids |= 1 << j
+        if base == (1 << len(members)) - 1:
+            return Leaf(tuple(positions), base, forbids, None)
+        key = tuple(p.conditions for p in members)
+        source = sources.get(key)
+        if source is None:
+            source = sources[key] = leaf_source(members)
+        return Leaf(tuple(positions), base, forbids, source)
+
+    def make(positions: list[int]) -> tuple[Leaf, ...]:
+        conditional = [i for i in positions if policies[i].conditions]
+        if len(conditional) <= LEAF_SIZE:
+            return (leaf(positions),)
+        # Cut after every LEAF_SIZE-th conditional policy (unconditional ones go along).
+        cuts = [positions.index(i) + 1 for i in conditional[LEAF_SIZE - 1 :: LEAF_SIZE]]
+        bounds = [0, *cuts[: len(conditional) // LEAF_SIZE - (len(conditional) % LEAF_SIZE == 0)]]
+        return tuple(
+            leaf(positions[start:end])
+            for start, end in zip(bounds, [*bounds[1:], len(positions)], strict=True)
+        )
+
+    return make
+
+
+class CompiledPolicySet:
+    """The decision tree of one policy set. Thread-safe; build it with :func:`compiled`."""
+
+    __slots__ = ("_cache", "_lock", "_outcomes", "ids", "leaves", "root")
 
     def __init__(self, policies: Sequence[Policy]) -> None:
         """Index ``policies`` (static or linked; templates must be left out)."""
         # Building needs the AST and the code generator; deciding (and loading a compiled set
-        # from the compile cache) does not, so they are imported here only.
-        from ..ast import Effect
-        from .codegen import condition_source
+        # from the compile cache) does not, so they are imported in `_make_leaves` only.
+        root = build_tree(policies, _make_leaves(policies))
+        self.__setstate__(
+            {"ids": tuple(p.id for p in policies), "root": root, "leaves": walk_leaves(root)}
+        )
 
-        state = {
-            "ids": tuple(p.id for p in policies),
-            "principal": VarIndex(policies, "principal"),
-            "action": VarIndex(policies, "action"),
-            "resource": VarIndex(policies, "resource"),
-            "forbid_mask": make_mask(
-                (i for i, p in enumerate(policies) if p.effect is Effect.FORBID), len(policies)
-            ),
-            "sources": tuple(condition_source(p) for p in policies),
-        }
-        self.__setstate__(state)
-
-    # -- pickling: the state is plain data; condition functions are rebuilt from their source,
-    # or, by the same Python, from their compiled code (marshal), which skips compile() --------
+    # -- pickling: the state is plain data; leaf functions are rebuilt from their source, or,
+    # by the same Python, from their compiled code (marshal), which skips compile() ----------
 
     def __getstate__(self) -> dict[str, Any]:
-        bodies = {src[0] for src in self.sources if src is not None}
+        from .runtime import make_leaf_factory
+
+        bodies = {leaf.source[0] for leaf in self.leaves if leaf.source is not None}
         return {
             "version": FORMAT_VERSION,
             "ids": self.ids,
-            "principal": self.principal,
-            "action": self.action,
-            "resource": self.resource,
-            "forbid_mask": self.forbid_mask,
-            "sources": self.sources,
+            "root": self.root,
+            "leaves": self.leaves,
             "python": sys.version,
-            "code": marshal.dumps({body: make_factory(body).__code__ for body in bodies}),
+            "code": marshal.dumps({body: make_leaf_factory(body).__code__ for body in bodies}),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         if state.get("version", FORMAT_VERSION) != FORMAT_VERSION:
             raise ValueError("compiled policy set from another cedarlite version")
         self.ids: tuple[str, ...] = state["ids"]
-        self.principal: VarIndex = state["principal"]
-        self.action: VarIndex = state["action"]
-        self.resource: VarIndex = state["resource"]
-        self.forbid_mask: int = state["forbid_mask"]
-        self.sources = state["sources"]
+        self.root: Node = state["root"]
+        self.leaves: list[Leaf] = state["leaves"]
         code: dict[str, CodeType] = {}
         if state.get("python") == sys.version:  # marshal's format is the interpreter's own
             code = marshal.loads(state["code"])
-        self.conditions: tuple[CondFn | None, ...] = tuple(
-            build_condition(src, code.get(src[0]) if src is not None else None)
-            for src in self.sources
-        )
-        self.unconditional_mask = make_mask(
-            (i for i, c in enumerate(self.conditions) if c is None), len(self.ids)
-        )
+        for leaf in self.leaves:
+            if leaf.source is not None:
+                leaf.fn = build_leaf(leaf.source, leaf.index, code.get(leaf.source[0]))
+        self._outcomes: dict[tuple[Any, ...], Response] = {}
         self._cache: LRUCache[Any, Response] | None = None  # made on first use
         self._lock = allocate_lock()
 
     # -- deciding ------------------------------------------------------------------------------
 
+    def groups(self, request: Request, entities: Entities) -> list[tuple[Leaf, ...]]:
+        """The leaf groups of the policies whose scope holds for ``request``: the walk that
+        :meth:`authorize` makes (inlined there), node by node with :meth:`Node.match`."""
+        find = entities.lookup
+        level: list[Any] = [self.root]
+        for uid in (request.action, request.principal, request.resource):
+            ent = find(uid)
+            ancestors = ent.ancestors if ent is not None else _NO_ANCESTORS
+            below: list[Any] = []
+            for node in level:
+                node.match(uid, ancestors, below)
+            level = below
+        return level
+
     def candidates(self, request: Request, entities: Entities) -> int:
-        """The bitset of policies whose scope holds for ``request``."""
-        get = entities.get
-        p, a, r = request.principal, request.action, request.resource
-        ent = get(p)
-        mask = self.principal.mask(p, ent.ancestors if ent is not None else _NO_ANCESTORS)
-        if not mask:
-            return 0
-        ent = get(a)
-        mask &= self.action.mask(a, ent.ancestors if ent is not None else _NO_ANCESTORS)
-        if not mask:
-            return 0
-        ent = get(r)
-        return mask & self.resource.mask(r, ent.ancestors if ent is not None else _NO_ANCESTORS)
+        """The bitset of policies whose scope holds for ``request`` (bit ``i``: the ``i``-th
+        policy of the set)."""
+        mask = 0
+        for group in self.groups(request, entities):
+            for leaf in group:
+                for i in leaf.index:
+                    mask |= 1 << i
+        return mask
 
     def authorize(self, request: Request, entities: Entities, *, cache: bool = False) -> Response:
         """Deny-overrides over the applicable policies (same answer as the reference).
@@ -160,38 +191,190 @@ class CompiledPolicySet:
             lru[key] = response
         return response
 
-    def _authorize(self, request: Request, entities: Entities) -> Response:
-        mask = self.candidates(request, entities)
-        if not mask:
-            return _DENY
-        satisfied = mask & self.unconditional_mask
-        errors: list[PolicyError] = []
-        rest = mask ^ satisfied
-        if rest:
-            conditions, ids = self.conditions, self.ids
-            P, A, R, C = request.principal, request.action, request.resource, request.context
-            for i in iter_bits(rest):
-                try:
-                    if conditions[i](P, A, R, C, entities):  # type: ignore[misc]
-                        satisfied |= 1 << i
-                except EvaluationError as err:
-                    errors.append(PolicyError(ids[i], err.message))
-                except RecursionError:
-                    errors.append(
-                        PolicyError(ids[i], "expression is nested too deeply to evaluate")
-                    )
-        # INVARIANT: this is evaluator.decide (deny-overrides) on bitsets; reasons come out
-        # in policy order either way, and the property tests hold the two equal.
-        forbids = satisfied & self.forbid_mask
-        if forbids:
-            return Response(Decision.DENY, self._ids(forbids), tuple(errors))
-        if satisfied:
-            return Response(Decision.ALLOW, self._ids(satisfied), tuple(errors))
-        return Response(Decision.DENY, (), tuple(errors)) if errors else _DENY
+    def decide(
+        self, request: Request | Mapping[str, Any], entities: Entities, *, cache: bool = False
+    ) -> Response:
+        """:meth:`authorize` for a :class:`~cedarlite.Request` or a request dict, read as
+        :func:`~cedarlite.request.make_request` reads it (the same answer, the same errors).
 
-    def _ids(self, mask: int) -> tuple[str, ...]:
+        A dict of the usual JSON shape (entity uids as ``{"type", "id"}`` objects, a context
+        of plain values) is decided without building a ``Request``: each uid is looked up in
+        the store once, for its ancestors and for the store's own uid object.
+        """
+        if request.__class__ is dict and not cache:
+            response = self._authorize_plain(request, entities)
+            if response is not None:
+                return response
+        return self.authorize(make_request(request), entities, cache=cache)
+
+    def _authorize_plain(self, request: dict[str, Any], entities: Entities) -> Response | None:
+        """The answer to a request dict of the usual shape, or ``None`` (another shape)."""
+        # Written out for each of the three uids, into locals, with plain tests: a cold
+        # decision's cost is mostly how much code and memory it touches (measured: a loop over
+        # the fields, or `frozenset.issuperset(map(type, ...))`, cost more than these tests).
+        find = entities.lookup
+        checked = entities.valid_types  # a stored uid then has a valid type name
+        p = request.get("principal")
+        a = request.get("action")
+        r = request.get("resource")
+        if (
+            p.__class__ is not dict
+            or a.__class__ is not dict
+            or r.__class__ is not dict
+            or len(p) != 2
+            or len(a) != 2
+            or len(r) != 2
+        ):
+            return None
+        pt, pi, at, ai, rt, ri = (
+            p.get("type"),
+            p.get("id"),
+            a.get("type"),
+            a.get("id"),
+            r.get("type"),
+            r.get("id"),
+        )
+        if (
+            pt.__class__ is not str
+            or pi.__class__ is not str
+            or at.__class__ is not str
+            or ai.__class__ is not str
+            or rt.__class__ is not str
+            or ri.__class__ is not str
+        ):
+            return None
+        # A plain tuple equals (and hashes as) the EntityUID of the same fields.
+        ep, ea, er = find((pt, pi)), find((at, ai)), find((rt, ri))  # type: ignore[arg-type]
+        if not (checked and ep is not None and ea is not None and er is not None) and not (
+            # a uid not in the store (or in one with invalid type names): check the types
+            type_name_ok(pt) and type_name_ok(at) and type_name_ok(rt)
+        ):
+            return None
+        context: Any = request.get("context")
+        if not context:
+            if context is not None and context.__class__ is not dict:
+                return None  # `[]`, `""`, `0`...: make_request says what is wrong
+            context = EMPTY_RECORD
+        elif context.__class__ is dict:
+            context = plain_record(context)
+            if context is None:
+                return None
+        else:
+            return None
+        return self._decide(
+            ep.uid if ep is not None else _new_tuple(EntityUID, (pt, pi)),
+            ep.ancestors if ep is not None else _NO_ANCESTORS,
+            ea.uid if ea is not None else _new_tuple(EntityUID, (at, ai)),
+            ea.ancestors if ea is not None else _NO_ANCESTORS,
+            er.uid if er is not None else _new_tuple(EntityUID, (rt, ri)),
+            er.ancestors if er is not None else _NO_ANCESTORS,
+            context,
+            entities,
+        )
+
+    def _authorize(self, request: Request, entities: Entities) -> Response:
+        find = entities.lookup
+        p, a, r, context = request
+        ep, ea, er = find(p), find(a), find(r)
+        return self._decide(
+            p,
+            ep.ancestors if ep is not None else _NO_ANCESTORS,
+            a,
+            ea.ancestors if ea is not None else _NO_ANCESTORS,
+            r,
+            er.ancestors if er is not None else _NO_ANCESTORS,
+            context,
+            entities,
+        )
+
+    def _decide(
+        self,
+        p: EntityUID,
+        p_ancestors: frozenset[EntityUID],
+        a: EntityUID,
+        a_ancestors: frozenset[EntityUID],
+        r: EntityUID,
+        r_ancestors: frozenset[EntityUID],
+        context: Record,
+        entities: Entities,
+    ) -> Response:
+        # Down the tree (Node.match inlined for each node: a decision's cost is mostly how
+        # much code and memory it touches; Node.match is the reference, and the rare cases
+        # go through it), then the leaves, then deny-overrides (by outcome, remembered).
+        level: list[Any] = [self.root]
+        for uid, ancestors in ((a, a_ancestors), (p, p_ancestors), (r, r_ancestors)):
+            below: list[Any] = []
+            for node in level:
+                if node.is_in is not None or len(ancestors) > 8:
+                    node.match(uid, ancestors, below)
+                    continue
+                if node.any is not None:
+                    below.append(node.any)
+                d = node.eq
+                if d is not None and (hit := d.get(uid)) is not None:
+                    below.append(hit)
+                d = node.in_
+                if d is not None:
+                    if (hit := d.get(uid)) is not None:
+                        below.append(hit)
+                    for anc in ancestors:
+                        if (hit := d.get(anc)) is not None:
+                            below.append(hit)
+                d = node.is_
+                if d is not None and (hit := d.get(uid.type)) is not None:
+                    below.append(hit)
+            if not below:
+                return _DENY
+            level = below
+        errors: list[tuple[int, str]] = []
+        outcome: list[Any] = []
+        for group in level:
+            for leaf in group:
+                fn = leaf.fn
+                outcome.append(leaf)
+                outcome.append(
+                    leaf.base if fn is None else leaf.base | fn(p, a, r, context, entities, errors)
+                )
+        if errors:
+            return self._respond(outcome, errors)
+        key = tuple(outcome)
+        response = self._outcomes.get(key)
+        if response is None:
+            response = self._respond(outcome, errors)
+            if len(self._outcomes) < OUTCOMES:
+                self._outcomes[key] = response
+        return response
+
+    def _respond(self, outcome: list[Any], errors: list[tuple[int, str]]) -> Response:
+        """Deny-overrides on an outcome: ``[leaf, satisfied bits, leaf, bits, ...]``."""
+        # INVARIANT: this is evaluator.decide (deny-overrides) on the leaves' bitmasks; reasons
+        # and errors come out in policy order either way, and the property tests hold the two
+        # equal. A policy of an `action in [...]` list may sit in two leaves that a request
+        # reaches: each position counts once.
+        forbids: set[int] = set()
+        permits: set[int] = set()
+        for k in range(0, len(outcome), 2):
+            leaf, satisfied = outcome[k], outcome[k + 1]
+            if satisfied:
+                index, forbid = leaf.index, leaf.forbids
+                for j in iter_bits(satisfied):
+                    (forbids if forbid >> j & 1 else permits).add(index[j])
+        errs: tuple[PolicyError, ...] = ()
+        if errors:
+            first: dict[int, str] = {}
+            for i, message in errors:
+                first.setdefault(i, message)
+            ids = self.ids
+            errs = tuple(PolicyError(ids[i], first[i]) for i in sorted(first))
+        if forbids:
+            return Response(Decision.DENY, self._ids(forbids), errs)
+        if permits:
+            return Response(Decision.ALLOW, self._ids(permits), errs)
+        return Response(Decision.DENY, (), errs) if errs else _DENY
+
+    def _ids(self, positions: set[int]) -> tuple[str, ...]:
         ids = self.ids
-        return tuple(ids[i] for i in iter_bits(mask))
+        return tuple(ids[i] for i in sorted(positions))
 
 
 def compiled(policies: PolicySet) -> CompiledPolicySet:

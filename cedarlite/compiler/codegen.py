@@ -1,7 +1,9 @@
-"""Policy conditions -> Python functions ``cond(P, A, R, C, E) -> bool``.
+"""Policy conditions -> Python functions over the request variables and the entity store.
 
-Each policy's conditions become one generated Python function over the request variables
-(``P A R C``) and the entity store (``E``). The generated code calls the same operator
+The conditions of a leaf of the decision tree (policies with the same scope constraints, see
+:mod:`.index`) become one generated Python function, ``leaf(P, A, R, C, E, errors) -> int``:
+the bitmask of its policies whose conditions hold, each policy's evaluation errors appended to
+``errors`` (:func:`leaf_source`). The generated code calls the same operator
 functions as the reference interpreter (:mod:`cedarlite._ops`), so errors and their messages
 are identical by construction, and adds inline fast paths only where the outcome is provably
 the same: equality against a literal, ``context`` attribute reads, ``like`` patterns that are
@@ -9,7 +11,16 @@ a prefix/suffix/substring test, integer comparison and arithmetic with an overfl
 ``in`` against a literal entity. Sub-expressions without variables or entity reads are folded
 at compile time (unless they fail, in which case they fail at run time, in place).
 
-Literals are hoisted into a constants tuple ``K``, so policies that differ only in their
+Within a leaf function, a variable's attribute path read more than once (``resource.command``
+tested by sixty ``like`` patterns, ``context.input`` by several policies) is read once: the
+first read stores its value in a local that the later reads use (reads have no effects, so
+every later read would give the same value; a read that fails stores nothing, and the next
+one fails the same way). A run of ``||`` operands that test one such path against string
+literals (``like`` patterns, ``==``) becomes one test of the string: exact strings in a set,
+prefixes and suffixes with one ``startswith``/``endswith`` each, substrings searched by C code
+in one call, so the tests cost little beyond scanning the string.
+
+Literals are hoisted into a constants tuple ``K``, so leaves that differ only in their
 literals share one compiled code object (cached by source text).
 """
 
@@ -17,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from .. import _ops as ops
@@ -136,14 +148,59 @@ CODEGEN_DEPTH = 24
 # Code generation
 
 
+def _path_ids(bodies: Sequence[Expr]) -> tuple[dict[int, int], dict[int, int]]:
+    """Attribute paths rooted at a variable (``context.input.command``): the path of each
+    such node (by node id, as a path number) and how many nodes read each path.
+
+    Paths are numbered bottom-up, a node's from its operand's and its attribute, so this is
+    linear in the size of the trees however long the paths are."""
+    numbers: dict[tuple[Any, str], int] = {}
+    path_of: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    for body in bodies:
+        for node in postorder(body):
+            if node.__class__ is Variable:
+                key: tuple[Any, str] = (None, node.var.value)
+            elif node.__class__ is GetAttr and id(node.expr) in path_of:
+                key = (path_of[id(node.expr)], node.attr)
+            else:
+                continue
+            number = numbers.setdefault(key, len(numbers))
+            path_of[id(node)] = number
+            if node.__class__ is GetAttr:
+                counts[number] = counts.get(number, 0) + 1
+    return path_of, counts
+
+
 class _Gen:
-    """Generates the Python source of one condition function."""
+    """Generates the Python source of condition code (one condition, or a leaf's function)."""
 
     def __init__(self) -> None:
         self.consts: list[Any] = []
         self._tmp = itertools.count()
         self._foldable: set[int] = set()
         self._depth = 0
+        # Shared reads (leaf functions only): the path of each attribute-read node, the paths
+        # read more than once, and the local each of those is kept in once read.
+        self._path_of: dict[int, int] = {}
+        self._shared: set[int] = set()
+        self.memos: dict[int, str] = {}
+
+    def share_reads(self, bodies: Sequence[Expr]) -> None:
+        """Read each attribute path that ``bodies`` read more than once only once (the
+        generated code must start by setting every name of :attr:`memos` to ``_U``)."""
+        self._path_of, counts = _path_ids(bodies)
+        self._shared = {path for path, n in counts.items() if n > 1}
+
+    def _memo(self, e: Expr) -> str | None:
+        """The local holding the value of attribute read ``e``, if it is shared."""
+        path = self._path_of.get(id(e))
+        if path is None or path not in self._shared:
+            return None
+        name = self.memos.get(path)
+        if name is None:
+            name = self.memos[path] = f"_m{len(self.memos)}"
+        return name
 
     def const(self, value: Any) -> str:
         self.consts.append(value)
@@ -191,7 +248,7 @@ class _Gen:
             case And(operands=operands):
                 return "(" + " and ".join(self.bool_(x) for x in operands) + ")"
             case Or(operands=operands):
-                return "(" + " or ".join(self.bool_(x) for x in operands) + ")"
+                return "(" + " or ".join(self._or_parts(operands)) + ")"
             case If(cond=c, then_=t, else_=f):
                 return f"({self.expr(t)} if {self.bool_(c)} else {self.expr(f)})"
             case Unary(op=UnaryOp.NOT, arg=arg):
@@ -203,6 +260,10 @@ class _Gen:
             case Binary(op=op, left=left, right=right):
                 return self._binary(op, left, right)
             case GetAttr(expr=inner, attr=attr):
+                memo = self._memo(e)
+                if memo is not None:
+                    code = self._get_attr(inner, attr)
+                    return f"({memo} if {memo} is not _U else ({memo} := {code}))"
                 return self._get_attr(inner, attr)
             case Has(expr=inner, path=path):
                 return self._has(inner, path)
@@ -293,6 +354,96 @@ class _Gen:
             return f"_in_uids({lhs}, {self.const(frozenset(value))}, E)"
         return f"_in({lhs}, {self.expr(target)}, E)"
 
+    # -- string tests on one shared read ---------------------------------------------------
+
+    def _or_parts(self, operands: tuple[Expr, ...]) -> list[str]:
+        """The operands of ``||``, with each run of string tests on one shared read (two or
+        more) made one test (see the module docs)."""
+        parts: list[str] = []
+        i = 0
+        while i < len(operands):
+            subject = self._string_test_subject(operands[i])
+            j = i + 1
+            if subject is not None:
+                while j < len(operands) and self._string_test_subject(operands[j]) == subject:
+                    j += 1
+            if j - i > 1:
+                parts.append(self._string_tests(operands[i:j]))
+            else:
+                parts.append(self.bool_(operands[i]))
+            i = j
+        return parts
+
+    def _string_test_subject(self, e: Expr) -> int | None:
+        """The shared path that ``e`` tests against a string literal (``like``, ``==``)."""
+        match e:
+            case Like(expr=inner):
+                subject = inner
+            case Binary(op=BinOp.EQ, left=left, right=Lit(value=v)) if v.__class__ is str:
+                subject = left
+            case Binary(op=BinOp.EQ, left=Lit(value=v), right=right) if v.__class__ is str:
+                subject = right
+            case _:
+                return None
+        path = self._path_of.get(id(subject))
+        return path if path is not None and path in self._shared else None
+
+    def _string_tests(self, tests: tuple[Expr, ...]) -> str:
+        """``t1 || t2 || ...``, each ``X like p`` or ``X == "s"`` on the same read ``X``.
+
+        When ``X`` is a string no test can fail, so their order does not matter and they are
+        grouped by kind. Otherwise the ``==`` tests are false and the first ``like`` fails with
+        its type error, as it would have in the chain (none: the chain is false).
+        """
+        exact: list[str] = []
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        middles: list[str] = []
+        general: list[Segments] = []
+        first_like: Segments | None = None
+        anything = False
+        for test in tests:
+            if test.__class__ is Like:
+                segments = like_segments(test.pattern)
+                first_like = first_like or segments
+                match segments:
+                    case (text,):
+                        exact.append(text)
+                    case ("", ""):
+                        anything = True
+                    case (prefix, ""):
+                        prefixes.append(prefix)
+                    case ("", suffix):
+                        suffixes.append(suffix)
+                    case ("", middle, ""):
+                        middles.append(middle)
+                    case _:
+                        general.append(segments)
+            else:
+                exact.append(_literal(test))
+        v = self.tmp()
+        checks: list[str] = ["True"] if anything else []
+        if exact:
+            checks.append(
+                f"{v} == {self.literal(exact[0])}"
+                if len(exact) == 1
+                else f"{v} in {self.const(frozenset(exact))}"
+            )
+        if prefixes:
+            checks.append(f"{v}.startswith({self.const(tuple(prefixes))})")
+        if suffixes:
+            checks.append(f"{v}.endswith({self.const(tuple(suffixes))})")
+        if len(middles) == 1:
+            checks.append(f"({self.literal(middles[0])} in {v})")
+        elif middles:
+            checks.append(f"any(map({v}.__contains__, {self.const(tuple(middles))}))")
+        checks += [f"_like_s({v}, {self.const(segments)})" for segments in general]
+        other = f"_like_s({v}, {self.const(first_like)})" if first_like is not None else "False"
+        subject = self.expr(tests[0].expr if tests[0].__class__ is Like else _subject(tests[0]))
+        return f"(({' or '.join(checks)}) if ({v} := {subject}).__class__ is str else {other})"
+
+    # -- attributes --------------------------------------------------------------------------
+
     def _get_attr(self, inner: Expr, attr: str) -> str:
         v = self.tmp()
         if isinstance(inner, Variable) and inner.var is Var.CONTEXT:
@@ -301,6 +452,8 @@ class _Gen:
                 f"({v} if ({v} := C.get({attr!r}, _MISSING)) is not _MISSING "
                 f"else _ga(C, {attr!r}, E))"
             )
+        if isinstance(inner, Variable):  # principal, action, resource: always entities
+            return f"_ga({_VAR_NAMES[inner.var]}, {attr!r}, E)"
         return (
             f"({v}[{attr!r}] if ({v} := {self.expr(inner)}).__class__ is Record "
             f"and {attr!r} in {v} else _ga({v}, {attr!r}, E))"
@@ -344,6 +497,16 @@ class _Gen:
         return f"_X_{func.name}.call({_tuple(codes)})"
 
 
+def _literal(test: Any) -> str:
+    """The string literal side of ``X == "s"``."""
+    return str((test.right if test.right.__class__ is Lit else test.left).value)
+
+
+def _subject(test: Any) -> Expr:
+    """The non-literal side of ``X == "s"``."""
+    return test.left if test.right.__class__ is Lit else test.right
+
+
 def _tuple(codes: list[str]) -> str:
     """Python source of a tuple of the given element sources."""
     return "()" if not codes else f"({', '.join(codes)},)"
@@ -369,17 +532,38 @@ def _string_test(v: str, segments: Segments) -> str | None:
 # Entry point
 
 
-def condition_source(policy: Policy) -> tuple[str, tuple[Any, ...]] | None:
-    """The body source and constants of ``policy``'s condition function (None: no condition)."""
-    if not policy.conditions:
+def leaf_source(policies: Sequence[Policy]) -> tuple[str, tuple[Any, ...]] | None:
+    """The body source and constants of the function of one leaf (None: no policy has a
+    condition). Bit ``j`` of its result is ``policies[j]``; errors name ``G[j]``.
+
+    The body is that of ``leaf(P, A, R, C, E, errors)`` (see :mod:`.runtime`): policies are
+    evaluated in order, each in its own ``try``, so an error skips only its own policy.
+    """
+    conditional = [(j, p) for j, p in enumerate(policies) if p.conditions]
+    if not conditional:
         return None
     gen = _Gen()
-    parts = []
-    for cond in policy.conditions:
-        code = gen.condition(cond.body)
-        parts.append(code if cond.kind is ConditionKind.WHEN else f"(not {code})")
-    # Interned: policies of one shape share one body (one compile, one pickled copy).
-    return sys.intern(" and ".join(parts)), tuple(gen.consts)
+    gen.share_reads([c.body for _, p in conditional for c in p.conditions])
+    lines = []
+    for j, policy in conditional:
+        parts = []
+        for cond in policy.conditions:
+            code = gen.condition(cond.body)
+            parts.append(code if cond.kind is ConditionKind.WHEN else f"(not {code})")
+        lines += [
+            "  try:",
+            f"   if {' and '.join(parts)}:",
+            f"    _s |= {1 << j}",
+            "  except EvaluationError as _e:",
+            f"   errs.append((G[{j}], _e.message))",
+            "  except RecursionError:",
+            f"   errs.append((G[{j}], _DEEP))",
+        ]
+    head = ["  _s = 0"]
+    if gen.memos:
+        head.insert(0, f"  {' = '.join(gen.memos.values())} = _U")
+    # Interned: leaves of one shape share one body (one compile, one pickled copy).
+    return sys.intern("\n".join([*head, *lines, "  return _s"]) + "\n"), tuple(gen.consts)
 
 
 def compile_predicate(expr: Expr) -> CondFn:

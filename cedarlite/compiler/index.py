@@ -1,38 +1,39 @@
-"""The scope index: which policies' scopes a request satisfies, as a bitset, in a few lookups.
+"""The scope index: a decision tree from a request's entities to the policies whose scopes hold.
 
-Policy ``i`` is bit ``i``. For each scope variable (principal, action, resource) the index keeps
-one mask per constraint key; a request's mask for that variable ORs the masks of the keys the
-request entity satisfies — itself (``==``), itself and each ancestor (``in``), its type
-(``is``), both (``is ... in``) — plus the policies with no constraint. The AND of the three
-masks is exactly the set of policies whose scope holds: scope constraints never error, so the
-index proves every bit it sets and clears.
+The tree has three levels, the action first, then the principal, then the resource. At each
+level a :class:`Node` keeps its children by the constraint of that scope variable: no
+constraint (``any``), ``==`` an entity, ``in`` an entity (``action in [...]`` is an ``in`` per
+listed entity), ``is`` a type, ``is`` a type ``in`` an entity. A request entity reaches the
+children whose constraint it satisfies: itself (``==``), itself and each of its ancestors
+(``in``), its type (``is``), both (``is ... in``), and ``any``. The third level's children are
+:class:`Leaf` groups: policies with the same three constraints, whose conditions are compiled
+into one function (:mod:`.codegen`).
+
+So a request visits only the nodes of constraints it satisfies, and every policy of every leaf
+it reaches has a scope that holds (scope constraints never error): the index proves what it
+selects and what it leaves out. A policy sits in one leaf, or one per entity of its
+``action in [...]`` list, so the tree is linear in the policy text.
+
+Cost per request: at each node visited, one lookup per kind of constraint the node has, times
+the entity and its ancestors for ``in`` (or once per child, when the node has fewer ``in``
+children than the entity has ancestors).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..values import EntityUID
 
 if TYPE_CHECKING:
     from ..ast import Policy, Scope
 
+LEAF_SIZE = 64
+"""Conditional policies per leaf function at most: a larger group of policies with the same
+scope constraints is split, so that generated functions and their bitmasks stay small."""
 
-def make_mask(indices: Iterable[int], size: int) -> int:
-    """An int with the given bits set."""
-    buf = bytearray((size + 7) // 8)
-    for i in indices:
-        buf[i >> 3] |= 1 << (i & 7)
-    return int.from_bytes(buf, "little")
-
-
-def compact(mask: int) -> tuple[int, int]:
-    """``(shift, mask >> shift)`` with ``shift`` the lowest set bit: a one-policy key then costs
-    a few bytes instead of ``n/8`` (stored masks would otherwise grow with the whole set)."""
-    shift = (mask & -mask).bit_length() - 1 if mask else 0
-    return shift, mask >> shift
+_NO_ANCESTORS: frozenset[Any] = frozenset()
 
 
 def iter_bits(mask: int) -> list[int]:
@@ -45,72 +46,196 @@ def iter_bits(mask: int) -> list[int]:
     return out
 
 
-class VarIndex:
-    """The masks for one scope variable (keyed masks stored :func:`compact`)."""
+class Leaf:
+    """Policies with the same scope constraints: their positions in the policy set, which of
+    them are forbids and which hold unconditionally (bitmasks over the leaf's own positions),
+    and the generated function that evaluates the conditions of the others.
+
+    ``fn(P, A, R, C, E, errors)`` returns the bitmask of the conditional policies satisfied
+    and appends ``(position, message)`` to ``errors`` for each one that fails to evaluate.
+    """
+
+    __slots__ = ("base", "fn", "forbids", "index", "source")
+
+    def __init__(
+        self, index: tuple[int, ...], base: int, forbids: int, source: tuple[str, Any] | None
+    ) -> None:
+        self.index = index
+        self.base = base
+        self.forbids = forbids
+        self.source = source
+        self.fn: Callable[..., int] | None = None  # built by the compiled set (see __init__)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.index, self.base, self.forbids, self.source
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.index, self.base, self.forbids, self.source = state
+        self.fn = None
+
+
+class Node:
+    """One level of the tree: children by constraint (``None`` where the node has none)."""
 
     __slots__ = ("any", "eq", "in_", "is_", "is_in")
 
-    def __init__(self, policies: Sequence[Policy], var: str) -> None:
-        """Index the ``var`` scopes of ``policies`` (loading from a cache skips this)."""
-        from ..ast import ScopeOp, SlotId  # building only: deciding needs no AST
+    def __init__(self) -> None:
+        self.any: Any = None
+        self.eq: dict[EntityUID, Any] | None = None
+        self.in_: dict[EntityUID, Any] | None = None
+        self.is_: dict[str, Any] | None = None
+        self.is_in: dict[str, dict[EntityUID, Any]] | None = None
 
-        size = len(policies)
-        any_: list[int] = []
-        eq: dict[EntityUID, list[int]] = defaultdict(list)
-        in_: dict[EntityUID, list[int]] = defaultdict(list)
-        is_: dict[str, list[int]] = defaultdict(list)
-        is_in: dict[tuple[str, EntityUID], list[int]] = defaultdict(list)
-        for i, policy in enumerate(policies):
-            scope: Scope = getattr(policy, var)
-            entity = scope.entity
-            # INVARIANT: only static and linked policies are indexed (no slots remain).
-            assert not isinstance(entity, SlotId), "templates must be linked before indexing"
-            match scope.op:
-                case ScopeOp.ANY:
-                    any_.append(i)
-                case ScopeOp.EQ:
-                    eq[entity].append(i)  # type: ignore[index]
-                case ScopeOp.IN:
-                    in_[entity].append(i)  # type: ignore[index]
-                case ScopeOp.IN_SET:
-                    for target in dict.fromkeys(scope.entities):
-                        in_[target].append(i)
-                case ScopeOp.IS:
-                    is_[scope.entity_type].append(i)  # type: ignore[index]
-                case ScopeOp.IS_IN:
-                    is_in[(scope.entity_type, entity)].append(i)  # type: ignore[index]
-        self.any = make_mask(any_, size)
-        self.eq = {k: compact(make_mask(v, size)) for k, v in eq.items()}
-        self.in_ = {k: compact(make_mask(v, size)) for k, v in in_.items()}
-        self.is_ = {k: compact(make_mask(v, size)) for k, v in is_.items()}
-        self.is_in = {k: compact(make_mask(v, size)) for k, v in is_in.items()}
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.any, self.eq, self.in_, self.is_, self.is_in
 
-    def mask(self, uid: EntityUID, ancestors: frozenset[EntityUID]) -> int:
-        """The policies whose constraint on this variable holds for ``uid``."""
-        m = self.any
-        hit = self.eq.get(uid)
-        if hit:
-            m |= hit[1] << hit[0]
-        in_ = self.in_
-        if in_:
-            hit = in_.get(uid)
-            if hit:
-                m |= hit[1] << hit[0]
-            for anc in ancestors:
-                hit = in_.get(anc)
-                if hit:
-                    m |= hit[1] << hit[0]
-        if self.is_:
-            hit = self.is_.get(uid.type)
-            if hit:
-                m |= hit[1] << hit[0]
-        if self.is_in:
-            is_in, t = self.is_in, uid.type
-            hit = is_in.get((t, uid))
-            if hit:
-                m |= hit[1] << hit[0]
-            for anc in ancestors:
-                hit = is_in.get((t, anc))
-                if hit:
-                    m |= hit[1] << hit[0]
-        return m
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.any, self.eq, self.in_, self.is_, self.is_in = state
+
+    def match(self, uid: EntityUID, ancestors: frozenset[EntityUID], out: list[Any]) -> None:
+        """Append to ``out`` the children whose constraint ``uid`` (with ``ancestors``)
+        satisfies (a child reached twice, as by an entity in a cycle of parents, is decided
+        twice: deny-overrides counts each policy once)."""
+        if self.any is not None:
+            out.append(self.any)
+        d: Any = self.eq
+        if d is not None:
+            hit = d.get(uid)
+            if hit is not None:
+                out.append(hit)
+        d = self.in_
+        if d is not None:
+            _match_in(d, uid, ancestors, out)
+        d = self.is_
+        if d is not None:
+            hit = d.get(uid.type)
+            if hit is not None:
+                out.append(hit)
+        d = self.is_in
+        if d is not None:
+            d = d.get(uid.type)
+            if d is not None:
+                _match_in(d, uid, ancestors, out)
+
+
+def _match_in(
+    children: dict[EntityUID, Any], uid: EntityUID, ancestors: frozenset[EntityUID], out: list
+) -> None:
+    """The ``in`` children that ``uid`` reaches: itself and its ancestors, looked up from the
+    smaller side."""
+    hit = children.get(uid)
+    if hit is not None:
+        out.append(hit)
+    if not ancestors:
+        return
+    if len(ancestors) <= len(children):
+        for anc in ancestors:
+            hit = children.get(anc)
+            if hit is not None:
+                out.append(hit)
+    else:
+        for target, hit in children.items():
+            if target in ancestors:
+                out.append(hit)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+def _keys(scope: Scope, ops: Any) -> list[tuple[str, Any]]:
+    """The constraint keys of one scope (several for ``action in [...]``); ``ops`` is
+    :class:`~cedarlite.ast.ScopeOp` (building only: deciding needs no AST)."""
+    op, entity = scope.op, scope.entity
+    if op is ops.ANY:
+        return [("any", None)]
+    # INVARIANT: only static and linked policies are indexed (no slots remain).
+    assert entity is None or entity.__class__ is EntityUID, "templates must be linked first"
+    if op is ops.EQ:
+        return [("eq", entity)]
+    if op is ops.IN:
+        return [("in", entity)]
+    if op is ops.IN_SET:
+        return [("in", target) for target in dict.fromkeys(scope.entities)]
+    if op is ops.IS:
+        return [("is", scope.entity_type)]
+    return [("is_in", (scope.entity_type, entity))]
+
+
+def _node(children: dict[tuple[str, Any], Any]) -> Node:
+    node = Node()
+    for (kind, key), child in children.items():
+        if kind == "any":
+            node.any = child
+        elif kind == "eq":
+            node.eq = node.eq or {}
+            node.eq[key] = child
+        elif kind == "in":
+            node.in_ = node.in_ or {}
+            node.in_[key] = child
+        elif kind == "is":
+            node.is_ = node.is_ or {}
+            node.is_[key] = child
+        else:
+            type_name, target = key
+            node.is_in = node.is_in or {}
+            node.is_in.setdefault(type_name, {})[target] = child
+    return node
+
+
+def build_tree(
+    policies: Sequence[Policy], make_leaves: Callable[[list[int]], tuple[Leaf, ...]]
+) -> Node:
+    """The tree of ``policies`` (static or linked; templates must be left out).
+
+    ``make_leaves(positions)`` builds the leaves of one group of policies with the same scope
+    constraints (positions ascending).
+    """
+    from ..ast import ScopeOp  # building only: deciding needs no AST
+
+    groups: dict[Any, dict[Any, dict[Any, list[int]]]] = {}
+    for i, policy in enumerate(policies):
+        principal = _keys(policy.principal, ScopeOp)[0]
+        resource = _keys(policy.resource, ScopeOp)[0]
+        for action in _keys(policy.action, ScopeOp):
+            by_principal = groups.setdefault(action, {}).setdefault(principal, {})
+            by_principal.setdefault(resource, []).append(i)
+    return _node(
+        {
+            action: _node(
+                {
+                    principal: _node(
+                        {resource: make_leaves(group) for resource, group in by_res.items()}
+                    )
+                    for principal, by_res in by_principal.items()
+                }
+            )
+            for action, by_principal in groups.items()
+        }
+    )
+
+
+def walk_leaves(root: Node) -> list[Leaf]:
+    """Every leaf of the tree, each once, in a stable order."""
+    out: dict[int, Leaf] = {}
+    level: list[Any] = [root]
+    for _ in range(3):
+        below: list[Any] = []
+        for node in level:
+            below += _children(node)
+        level = below
+    for group in level:
+        for leaf in group:
+            out.setdefault(id(leaf), leaf)
+    return list(out.values())
+
+
+def _children(node: Node) -> list[Any]:
+    out = [node.any] if node.any is not None else []
+    for d in (node.eq, node.in_, node.is_):
+        if d is not None:
+            out += d.values()
+    if node.is_in is not None:
+        for d in node.is_in.values():
+            out += d.values()
+    return out

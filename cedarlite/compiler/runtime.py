@@ -1,5 +1,6 @@
-"""The run time of generated conditions: the names generated code may use, and the factory
-that turns a condition's source into a function ``cond(P, A, R, C, E) -> bool``.
+"""The run time of generated code: the names it may use, and the factories that turn a leaf's
+source into its function ``leaf(P, A, R, C, E, errors) -> int`` and a condition's source into
+a function ``cond(P, A, R, C, E) -> bool``.
 
 Kept apart from :mod:`.codegen` (which writes the source from the AST) so that a compiled
 policy set loaded from the compile cache rebuilds its conditions without the syntax tree
@@ -14,12 +15,19 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from .. import _ops as ops
+from ..errors import EvaluationError
 from ..ext import FUNCTIONS, METHODS
 from ..values import I64_MAX, I64_MIN, CedarSet, EntityUID, Record
 
 CondFn = Callable[[EntityUID, EntityUID, EntityUID, Record, Any], bool]
+LeafFn = Callable[[EntityUID, EntityUID, EntityUID, Record, Any, list[tuple[int, str]]], int]
 
 _MISSING = object()
+_UNREAD = object()  # a shared read not made yet
+
+DEEP_MESSAGE = "expression is nested too deeply to evaluate"
+"""The error of a condition that ran out of Python stack (a safety net: conditions nested
+deeper than the code generator compiles are evaluated without recursion)."""
 
 
 def _evaluate_deep(expr: Any, P: Any, A: Any, R: Any, C: Any, E: Any) -> Any:
@@ -35,6 +43,11 @@ def _evaluate_deep(expr: Any, P: Any, A: Any, R: Any, C: Any, E: Any) -> Any:
 # Names visible to generated code. Everything a condition calls comes from here.
 _GLOBALS: dict[str, Any] = {
     "__builtins__": {},
+    "any": any,
+    "map": map,
+    "EvaluationError": EvaluationError,
+    "_U": _UNREAD,
+    "_DEEP": DEEP_MESSAGE,
     "int": int,
     "bool": bool,
     "str": str,
@@ -81,20 +94,29 @@ def make_factory(body: str) -> Callable[[tuple[Any, ...]], CondFn]:
     return namespace["_factory"]
 
 
-def build_condition(
-    source: tuple[str, tuple[Any, ...]] | None, code: CodeType | None = None
-) -> CondFn | None:
-    """The function for a :func:`~.codegen.condition_source` result (None: no condition).
+@lru_cache(maxsize=8192)
+def make_leaf_factory(body: str) -> Callable[[tuple[Any, ...], tuple[int, ...]], LeafFn]:
+    """The function ``(K, G) -> leaf`` for one leaf body (compiled once per distinct body:
+    leaves that differ only in their literals ``K`` and policy positions ``G`` share it)."""
+    source = f"def _factory(K, G):\n def leaf(P, A, R, C, E, errs):\n{body} return leaf\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<cedarlite leaf>", "exec"), _GLOBALS, namespace)
+    return namespace["_factory"]
+
+
+def build_leaf(
+    source: tuple[str, tuple[Any, ...]], positions: tuple[int, ...], code: CodeType | None = None
+) -> LeafFn:
+    """The function for a :func:`~.codegen.leaf_source` result, whose policies are at
+    ``positions`` in the policy set.
 
     ``code`` is the code of the source's factory, kept from an earlier compile (a compiled set
-    loaded from the compile cache): it skips compiling the source. The function returns a bool
-    or raises :class:`EvaluationError`, exactly like evaluating the conditions with
-    :class:`~cedarlite.evaluator.Evaluator`.
+    loaded from the compile cache): it skips compiling the source. The function returns the
+    bitmask of the policies whose conditions hold and reports each policy that fails to
+    evaluate, exactly like evaluating them with :class:`~cedarlite.evaluator.Evaluator`.
     """
-    if source is None:
-        return None
     body, consts = source
     if code is not None:  # the factory's code, compiled before (a cached compiled set)
-        factory: Callable[[tuple[Any, ...]], CondFn] = FunctionType(code, _GLOBALS)
-        return factory(consts)
-    return make_factory(body)(consts)
+        factory: Callable[..., LeafFn] = FunctionType(code, _GLOBALS)
+        return factory(consts, positions)
+    return make_leaf_factory(body)(consts, positions)
