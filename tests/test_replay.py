@@ -826,3 +826,50 @@ def test_replaying_a_log_against_the_policy_that_wrote_it_changes_nothing(
 
     check()
     recorder.guard.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker's memo keys
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 3),
+        st.sampled_from([0.0, -0.0, 1.0, 1.5]),
+        st.sampled_from(["", "1", "true", "a"]),
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+
+
+def test_memo_keys_are_equal_only_for_the_same_json() -> None:
+    from hypothesis import given, settings
+
+    from cedarlite.impact.worker import value_key
+
+    # Python says True == 1 == 1.0 and 0.0 == -0.0; a memo key must not.
+    @settings(max_examples=300)
+    @given(_json_values(), _json_values())
+    def check(a, b) -> None:
+        same = json.dumps(a) == json.dumps(b)
+        assert (value_key(a) == value_key(b)) is same
+        assert value_key(a) == value_key(json.loads(json.dumps(a)))
+        hash(value_key(a))
+
+    check()
+    assert value_key({"a": True}) != value_key({"a": 1}) != value_key({"a": 1.0})
+    assert value_key({"a": 0.0}) != value_key({"a": -0.0})
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert value_key(deep) is None  # nested deeper than the encoder goes: never memoized
