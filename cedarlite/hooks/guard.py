@@ -661,7 +661,7 @@ class Guard:
         c = _Call(tool_name, params, call)
         try:
             outcome = self._check(c)
-            if outcome is None:
+            if outcome is None and (self._trusted or self._hooks):
                 outcome = self._drive(self._plan(c)) or self._recheck(c)
             if outcome is None:
                 outcome = self._pending_approvals(c)
@@ -1069,6 +1069,8 @@ class Guard:
 
     def _pending_approvals(self, c: _Call) -> Outcome:
         """``allow``, or ``ask`` with the approvals not remembered with ``allow-always``."""
+        if c.policy_ask is None and not c.asks:
+            return self._allow(c)
         requests, remembered = self._requests(c)
         pending = []
         for request in requests:
