@@ -873,3 +873,21 @@ def test_memo_keys_are_equal_only_for_the_same_json() -> None:
     for _ in range(100_000):
         deep = [deep]
     assert value_key(deep) is None  # nested deeper than the encoder goes: never memoized
+
+
+def test_run_contexts_equal_in_python_but_not_in_json_get_their_own_guards(
+    log: Path, tmp_path: Path
+) -> None:
+    # `"sandboxed": 1` is not `"sandboxed": true` (the strict guard refuses a number): the
+    # guard and memo keys keep them apart, in either order.
+    (line,) = [r for r in lines_of(log) if r["call_id"] == "ls"]
+    lines = []
+    for sandboxed in (True, 1, True, 1):
+        lines.append({**line, "context": {**line["context"], "sandboxed": sandboxed}})
+    path = tmp_path / "contexts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    report = sync(path)
+    ((message, count),) = report.rejected_runs.items()
+    assert count == 2 and "sandboxed" in message
+    assert report.transitions == {"allow->block": 2}
+    assert report.unchanged == 2

@@ -765,8 +765,8 @@ class Guard:
             return self._not_offered(c)
         c.info = info
         try:
-            # Parameters are checked to be JSON here; their canonical text and digest are
-            # computed only if loop detection or an approval key needs them (`_Call.digest`).
+            # Parameters are checked to be JSON here; their canonical text and digest are made
+            # only if loop detection or an approval key needs them (`_Call.params_digest`).
             if not _json.plain(c.params):
                 c.canonical = _json.canonical(c.params)
             arguments = self._arguments[info.key].convert(c.params)
