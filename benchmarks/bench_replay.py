@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -220,20 +220,18 @@ def per_call(log: str, sample: int, blocks: int) -> None:
     for name, values in samples.items():
         us = statistics.median(values)
         print(f"  {name:<42}{us:>9.1f}{1e6 / us:>10,.0f}{us / guard_us:>9.2f}")
-    print(f"  (bare and cedarpy rows: {len(bare):,} of the sampled calls, those the run offers "
-          "with valid arguments, request and entities built beforehand; the guard row decides "
-          "all of them)")  # fmt: skip
+    print(f"  (bare and cedarpy rows: {len(bare):,} and {len(peer):,} of the sampled calls, "
+          "those the run offers with valid arguments, request and entities built beforehand; "
+          "the guard row decides all of them)")  # fmt: skip
 
 
-def _bare_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
-    """(compiled policies, request, entities) of the calls the guard takes to Cedar: what the
-    guard's decision costs without the guard (the bench reaches into the guard)."""
+def _requests(calls: list[tuple[Any, str, Any]]) -> Iterator[tuple[Any, Any, Any]]:
+    """(guard, Cedar request, call entity) of each call the run offers with valid arguments,
+    built by cedarlite's tool layer (the bench reaches into the guard)."""
     from cedarlite import Request
-    from cedarlite.entities import overlay_closed
     from cedarlite.tools.params import ToolArgumentError, call_arguments, call_entity
     from cedarlite.values import Record
 
-    out = []
     for guard, tool, params in calls:
         info = guard._by_norm.get(tool)
         if info is None:
@@ -243,34 +241,30 @@ def _bare_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
         except (ToolArgumentError, TypeError, ValueError):
             continue
         entity = call_entity(guard.policy.catalog, info, arguments, "call")
-        closed = guard.policy.entities.overlay([entity])
         run = guard.resolution.context
         request = Request(run.principal, info.action, entity.uid,
                           Record({**run.record(), "input": arguments}))  # fmt: skip
-        store = overlay_closed(guard.policy.entities, closed[entity.uid])
-        out.append((guard._compiled, request, store))
+        yield guard, request, entity
+
+
+def _bare_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
+    """(compiled policies, request, entities) of the calls the guard takes to Cedar: what the
+    guard's decision costs without the guard."""
+    from cedarlite.entities import overlay_closed
+
+    out = []
+    for guard, request, entity in _requests(calls):
+        closed = guard.policy.entities.overlay([entity])[entity.uid]
+        out.append((guard._compiled, request, overlay_closed(guard.policy.entities, closed)))
     return out
 
 
 def _cedarpy_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
-    from cedarlite import Request
-    from cedarlite.tools.params import ToolArgumentError, call_arguments, call_entity
-    from cedarlite.values import Record, to_json_value
+    from cedarlite.values import to_json_value
 
     out = []
     handles: dict[int, Any] = {}
-    for guard, tool, params in calls:
-        info = guard._by_norm.get(tool)  # the bench reaches into the guard to build requests
-        if info is None:
-            continue
-        try:
-            arguments = call_arguments(info, params)
-        except (ToolArgumentError, TypeError, ValueError):
-            continue
-        entity = call_entity(guard.policy.catalog, info, arguments, "call")
-        run = guard.resolution.context
-        request = Request(run.principal, info.action, entity.uid,
-                          Record({**run.record(), "input": arguments}))  # fmt: skip
+    for guard, request, entity in _requests(calls):
         if id(guard.policies) not in handles:
             handles[id(guard.policies)] = cedarpy.PolicySet.from_str(guard.policies.to_cedar())
         entities = guard.policy.entities.overlay([entity]).to_json()
