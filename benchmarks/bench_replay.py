@@ -16,9 +16,11 @@ Three measurements:
 * **per call**: where one worker's time goes, in one process, interleaved in small blocks
   over the same sample of lines (CPU time, medians of the blocks): decoding the JSON line,
   reading and checking it, replaying a line whose decision is memoized, deciding the logged
-  call with the guard (what a line with new arguments costs), and the peer: cedarpy deciding
-  the same calls' Cedar requests (pre-parsed handles; only calls the run offers with valid
-  arguments, the requests built by cedarlite's tool layer).
+  call with the guard (what a line with new arguments costs), the compiled Cedar decision of
+  the same calls alone (request and entity store built beforehand: what the guard adds is the
+  difference), and the peer: cedarpy deciding the same calls' Cedar requests (pre-parsed
+  handles; only calls the run offers with valid arguments, the requests built by cedarlite's
+  tool layer).
 
     python benchmarks/bench_replay.py [--calls 1000000] [--rounds 3] [--log PATH]
 """
@@ -35,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +175,7 @@ def per_call(log: str, sample: int, blocks: int) -> None:
 
     calls = [(guard_of(r.context), r.tool, r.params) for r in records]
     peer = _cedarpy_rows(calls) if cedarpy is not None else []
+    bare = _bare_rows(calls)
 
     def each(fn: Callable[[Any], Any], items: list[Any]) -> Callable[[int, int], Any]:
         def block(start: int, size: int) -> None:
@@ -192,6 +195,9 @@ def per_call(log: str, sample: int, blocks: int) -> None:
             lambda c: c[0].before_tool_call(c[1], c[2]), calls
         ),
     }
+    rows["bare Cedar decision, same calls (subset)"] = each(
+        lambda b: b[0].authorize(b[1], b[2]), bare
+    )
     if peer:
         rows["cedarpy, same Cedar requests (subset)"] = each(
             lambda p: cedarpy.is_authorized(*p), peer
@@ -214,20 +220,20 @@ def per_call(log: str, sample: int, blocks: int) -> None:
     for name, values in samples.items():
         us = statistics.median(values)
         print(f"  {name:<42}{us:>9.1f}{1e6 / us:>10,.0f}{us / guard_us:>9.2f}")
-    if peer:
-        print(f"  (cedarpy row: {len(peer):,} of the sampled calls, those the run offers with "
-              "valid arguments; the guard row decides all of them)")  # fmt: skip
+    print(f"  (bare and cedarpy rows: {len(bare):,} and {len(peer):,} of the sampled calls, "
+          "those the run offers with valid arguments, request and entities built beforehand; "
+          "the guard row decides all of them)")  # fmt: skip
 
 
-def _cedarpy_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
+def _requests(calls: list[tuple[Any, str, Any]]) -> Iterator[tuple[Any, Any, Any]]:
+    """(guard, Cedar request, call entity) of each call the run offers with valid arguments,
+    built by cedarlite's tool layer (the bench reaches into the guard)."""
     from cedarlite import Request
     from cedarlite.tools.params import ToolArgumentError, call_arguments, call_entity
-    from cedarlite.values import Record, to_json_value
+    from cedarlite.values import Record
 
-    out = []
-    handles: dict[int, Any] = {}
     for guard, tool, params in calls:
-        info = guard._by_norm.get(tool)  # the bench reaches into the guard to build requests
+        info = guard._by_norm.get(tool)
         if info is None:
             continue
         try:
@@ -238,6 +244,27 @@ def _cedarpy_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
         run = guard.resolution.context
         request = Request(run.principal, info.action, entity.uid,
                           Record({**run.record(), "input": arguments}))  # fmt: skip
+        yield guard, request, entity
+
+
+def _bare_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
+    """(compiled policies, request, entities) of the calls the guard takes to Cedar: what the
+    guard's decision costs without the guard."""
+    from cedarlite.entities import overlay_closed
+
+    out = []
+    for guard, request, entity in _requests(calls):
+        closed = guard.policy.entities.overlay([entity])[entity.uid]
+        out.append((guard._compiled, request, overlay_closed(guard.policy.entities, closed)))
+    return out
+
+
+def _cedarpy_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
+    from cedarlite.values import to_json_value
+
+    out = []
+    handles: dict[int, Any] = {}
+    for guard, request, entity in _requests(calls):
         if id(guard.policies) not in handles:
             handles[id(guard.policies)] = cedarpy.PolicySet.from_str(guard.policies.to_cedar())
         entities = guard.policy.entities.overlay([entity]).to_json()

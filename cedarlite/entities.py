@@ -690,3 +690,19 @@ def json_kind(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "an array"
     return "an object" if isinstance(value, Mapping) else type(value).__name__
+
+
+def overlay_closed(base: Entities, entity: Entity) -> Entities:
+    """``base.overlay([entity])`` for an ``entity`` whose ``ancestors`` are already its
+    ancestors through ``base``: one small dict on top of ``base``, nothing copied or closed.
+
+    For a per-call entity of a fixed shape (the guard's call resource: the tool's child, only
+    its attributes change), whose ancestors are computed once with :meth:`Entities.overlay`.
+    """
+    # INVARIANT: entity.ancestors == base.overlay([entity])[entity.uid].ancestors (the caller's
+    # promise); everything else is an Entities built as overlay() builds one.
+    store = object.__new__(Entities)
+    store._base = base
+    store._by_uid = {entity.uid: entity}
+    store.serial = next(_SERIALS)
+    return store

@@ -731,3 +731,43 @@ def test_a_strict_guard_refuses_rules_that_name_missing_arguments(tmp_path):
     # Not validated, the forbid would error; the guard still blocks rather than skip it.
     out = make(rules=typo, strict=False).before_tool_call("exec", {"command": "rm -rf /"}, CALL)
     assert out.action == "block"
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-call path: the call entity is prebuilt per tool, each call lays its own copy over
+# the store (`overlay_closed`)
+
+
+def test_call_entities_never_leak_between_calls_or_tools():
+    calls = [
+        ("exec", {"command": "rm -rf /"}),
+        ("exec", {"command": "ls"}),
+        ("read", {"path": "/tmp/x"}),
+        ("exec", {"command": "sudo ls"}),
+        ("github__create_issue", {"repo": "a/b", "title": "t"}),
+        ("exec", {"command": "git status"}),
+        ("exec", {"command": "git push --force"}),
+        ("exec", {}),
+        ("exec", {"command": "echo"}),
+    ]
+    shared = make()
+    for tool, params in calls * 2:
+        alone = make().before_tool_call(tool, params, CALL)
+        assert shared.before_tool_call(tool, params, CALL) == alone, (tool, params)
+    for proto in shared._call_entities.values():  # the prebuilt entities stay argument-free
+        assert not proto.attrs
+
+
+def test_a_closed_overlay_is_the_overlay_of_the_call_entity():
+    from cedarlite.entities import Entity, overlay_closed
+    from cedarlite.values import Record
+
+    guard = make()
+    base = guard._entities
+    for proto in guard._call_entities.values():
+        entity = Entity(proto.uid, Record(command="ls"), proto.parents, proto.tags, proto.ancestors)
+        closed, built = overlay_closed(base, entity), base.overlay([entity])
+        assert closed == built and len(closed) == len(built) == len(base) + 1
+        assert closed[proto.uid].ancestors == built[proto.uid].ancestors != frozenset()
+        # a store of its own for the decision cache
+        assert overlay_closed(base, entity).serial != closed.serial

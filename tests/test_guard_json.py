@@ -111,3 +111,30 @@ def test_huge_integers_and_odd_keys():
     assert _json.canonical({"n": 10**300}) == '{"n":' + str(10**300) + "}"
     with pytest.raises(_json.NotJSON, match="object key `tuple` is not a string"):
         _json.canonical({(1, 2): "x"})
+
+
+@given(st.one_of(flat_objects, json_values, st.dictionaries(keys, st.integers() | st.floats())))
+def test_plain_params_are_json_that_canonical_accepts(value):
+    # The guard skips the walk for plain params (their canonical text is made only if asked
+    # for): `plain` may say False of JSON, never True of anything `canonical` refuses.
+    if _json.plain(value):
+        assert json.loads(_json.canonical(value)) == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 10**5000},
+        {"a": 1.5},
+        {"a": float("nan")},
+        {1: "x"},
+        {"a": [1]},
+        {"a": {"b": 1}},
+        {"a": b"x"},
+        Walked(a="x"),
+        ["a"],
+        "a",
+    ],
+)
+def test_plain_says_no_to_what_the_walk_must_see(value):
+    assert not _json.plain(value)

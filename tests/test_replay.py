@@ -826,3 +826,68 @@ def test_replaying_a_log_against_the_policy_that_wrote_it_changes_nothing(
 
     check()
     recorder.guard.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker's memo keys
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 3),
+        st.sampled_from([0.0, -0.0, 1.0, 1.5]),
+        st.sampled_from(["", "1", "true", "a"]),
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+
+
+def test_memo_keys_are_equal_only_for_the_same_json() -> None:
+    from hypothesis import given, settings
+
+    from cedarlite.impact.worker import value_key
+
+    # Python says True == 1 == 1.0 and 0.0 == -0.0; a memo key must not.
+    @settings(max_examples=300)
+    @given(_json_values(), _json_values())
+    def check(a, b) -> None:
+        same = json.dumps(a) == json.dumps(b)
+        assert (value_key(a) == value_key(b)) is same
+        assert value_key(a) == value_key(json.loads(json.dumps(a)))
+        hash(value_key(a))
+
+    check()
+    assert value_key({"a": True}) != value_key({"a": 1}) != value_key({"a": 1.0})
+    assert value_key({"a": 0.0}) != value_key({"a": -0.0})
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert value_key(deep) is None  # nested deeper than the encoder goes: never memoized
+
+
+def test_run_contexts_equal_in_python_but_not_in_json_get_their_own_guards(
+    log: Path, tmp_path: Path
+) -> None:
+    # `"sandboxed": 1` is not `"sandboxed": true` (the strict guard refuses a number): the
+    # guard and memo keys keep them apart, in either order.
+    (line,) = [r for r in lines_of(log) if r["call_id"] == "ls"]
+    lines = []
+    for sandboxed in (True, 1, True, 1):
+        lines.append({**line, "context": {**line["context"], "sandboxed": sandboxed}})
+    path = tmp_path / "contexts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    report = sync(path)
+    ((message, count),) = report.rejected_runs.items()
+    assert count == 2 and "sandboxed" in message
+    assert report.transitions == {"allow->block": 2}
+    assert report.unchanged == 2

@@ -167,6 +167,24 @@ def canonical(value: Any) -> str:
     return encode(value, sort_keys=True, normalize=True, other=STRICT, max_depth=MAX_PARAM_DEPTH)[0]
 
 
+def plain(value: Any) -> bool:
+    """Whether ``value`` is certainly JSON that :func:`canonical` accepts without walking it: a
+    ``dict`` of strings, booleans, nulls and integers of :func:`canonical`'s range under
+    string keys (most tool arguments). ``False`` says nothing: :func:`canonical` decides."""
+    if value.__class__ is not dict:
+        return False
+    for k, v in value.items():
+        cls = v.__class__
+        if k.__class__ is not str:
+            return False
+        if cls is int:
+            if not -_BIG < v < _BIG:
+                return False
+        elif not (cls is str or cls is bool or v is None):
+            return False
+    return True
+
+
 def _flat(
     value: dict[Any, Any], sort_keys: bool, redact: bool, prefix: str
 ) -> tuple[str, list[str]] | None:

@@ -35,7 +35,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._log import get_logger
-from ..entities import Entity, load_json
+from ..entities import Entity, load_json, overlay_closed
 from ..request import Request
 from ..response import Decision, PolicyError, Response
 from ..tools.arguments import ArgumentPlan, ToolArgumentError
@@ -240,6 +240,19 @@ class _Call:
         self.waited = 0.0
         self.approving = False
         self.log_params: tuple[str, list[str]] | None = None
+
+    def canonical_params(self) -> str:
+        """The canonical JSON of the params the model sent (computed once, when asked: the
+        guard has checked them to be JSON before anything asks)."""
+        if self.canonical is None:
+            self.canonical = _json.canonical(self.original)
+        return self.canonical
+
+    def params_digest(self) -> str:
+        """The SHA-256 of :meth:`canonical_params` (loop detection, approval keys)."""
+        if self.digest is None:
+            self.digest = _json.sha256(self.canonical_params())
+        return self.digest
 
 
 def _text(value: Any) -> str | None:
@@ -513,14 +526,17 @@ class Guard:
 
         self._by_name: dict[str, ToolInfo] = {}
         self._by_norm: dict[str, ToolInfo] = {}
-        # The resource entity of each tool's calls, without arguments (per call: one copy).
+        # The resource entity of each tool's calls, without arguments, its ancestors closed
+        # through the store once here (per call: one copy with the arguments, laid over the
+        # store by `overlay_closed`, which neither copies the store nor closes again).
         self._call_entities: dict[str, Entity] = {}
         self._arguments: dict[str, ArgumentPlan] = {}
         self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
         for d in resolution.decisions:
             t = d.tool
             if d.allowed:
-                self._call_entities[t.key] = call_entity(self.policy.catalog, t, Record(), "call")
+                proto = call_entity(self.policy.catalog, t, Record(), "call")
+                self._call_entities[t.key] = self._entities.overlay([proto])[proto.uid]
                 self._arguments[t.key] = argument_plan(t)
                 if isinstance(t.name, str):
                     self._by_name.setdefault(t.name, t)
@@ -646,7 +662,7 @@ class Guard:
         c = _Call(tool_name, params, call)
         try:
             outcome = self._check(c)
-            if outcome is None:
+            if outcome is None and (self._trusted or self._hooks):
                 outcome = self._drive(self._plan(c)) or self._recheck(c)
             if outcome is None:
                 outcome = self._pending_approvals(c)
@@ -750,7 +766,10 @@ class Guard:
             return self._not_offered(c)
         c.info = info
         try:
-            c.canonical = _json.canonical(c.params)
+            # Parameters are checked to be JSON here; their canonical text and digest are made
+            # only if loop detection or an approval key needs them (`_Call.params_digest`).
+            if not _json.plain(c.params):
+                c.canonical = _json.canonical(c.params)
             arguments = self._arguments[info.key].convert(c.params)
         except _json.NotJSON as err:
             where = f" at `{err.path}`" if err.path else ""
@@ -758,7 +777,6 @@ class Guard:
             return self._block(c, "invalid-arguments", reason)
         except ToolArgumentError as err:
             return self._block(c, "invalid-arguments", err.message)
-        c.digest = _json.sha256(c.canonical)
         if self.loop_settings.enabled and c.session is not None:
             outcome = self._loops(c)
             if outcome is not None:
@@ -775,7 +793,7 @@ class Guard:
 
     def _loops(self, c: _Call) -> Outcome | None:
         settings = self.loop_settings
-        c.args = f"{c.tool}:{c.digest}"
+        c.args = f"{c.tool}:{c.params_digest()}"
         args, tool, params, call_id, now = c.args, c.tool, c.params, c.call_id, time.time()
 
         def change(
@@ -814,11 +832,13 @@ class Guard:
     def _decide(self, c: _Call, info: ToolInfo, arguments: Record) -> Outcome | None:
         """The Cedar decision: a block, or ``None`` (asks are queued on the call)."""
         proto = self._call_entities[info.key]
-        entity = Entity(proto.uid, arguments, proto.parents)
+        entity = Entity(proto.uid, arguments, proto.parents, proto.tags, proto.ancestors)
         request = Request(
             self._principal, info.action, entity.uid, Record({**self._record, "input": arguments})
         )
-        response: Response = self._compiled.authorize(request, self._entities.overlay([entity]))
+        response: Response = self._compiled.authorize(
+            request, overlay_closed(self._entities, entity)
+        )
         labels = self._labels
         if not response.errors and not self._asks and response.decision is Decision.ALLOW:
             c.policies = tuple([labels[p] for p in response.reasons])
@@ -854,7 +874,7 @@ class Guard:
             return None
         try:
             canonical = _json.canonical(c.params)
-            if canonical == c.canonical:
+            if canonical == c.canonical_params():
                 return None
             c.rewritten = True
             arguments = self._arguments[c.info.key].convert(c.params)
@@ -916,7 +936,7 @@ class Guard:
 
     def _approval_key(self, c: _Call, source: str) -> str:
         """What ``allow-always`` remembers: this tool, these arguments, this asker."""
-        return _json.sha256(_json.stable([c.tool, c.digest, source]))
+        return _json.sha256(_json.stable([c.tool, c.params_digest(), source]))
 
     # -- hooks ---------------------------------------------------------------------------------
 
@@ -1056,6 +1076,8 @@ class Guard:
 
     def _pending_approvals(self, c: _Call) -> Outcome:
         """``allow``, or ``ask`` with the approvals not remembered with ``allow-always``."""
+        if c.policy_ask is None and not c.asks:
+            return self._allow(c)
         requests, remembered = self._requests(c)
         pending = []
         for request in requests:

@@ -12,7 +12,12 @@ in full, the others with :meth:`Guard.for_context`, which shares the compiled po
 replayed guards have no decision log, hooks, approver or session: a call is decided without
 a session key (so loop detection and remembered approvals never apply) and an ``ask`` stays
 ``ask``. With those off a guard's answer is a pure function of (run context, tool, params),
-so answers are memoized per worker process by the logged JSON text of the three.
+so answers are memoized per worker process by the three, as logged.
+
+Memo and guard keys are cheap and exact (:func:`value_key`): an object of strings, booleans,
+nulls and integers (every logged run context, most params) is keyed by its items and their
+classes, anything else by its JSON text; lines longer than :data:`MEMO_LINE` are keyed only
+by texts of at most :data:`MEMO_TEXT` characters, so that every key is bounded by its line.
 """
 
 from __future__ import annotations
@@ -32,11 +37,14 @@ from .logline import MAX_LINE, BadLine, LogLine, read_line
 from .reads import ArgumentReads
 
 #: Decision memo entries and characters of keys per worker process (cleared when either is
-#: reached); the longest params, run context or tool text memoized (or a run context's guard
-#: kept); guards kept per worker process (the oldest run contexts are dropped). Every cache is
-#: bounded in entries and size.
+#: reached; a key is charged the length of its line); lines up to MEMO_LINE characters are
+#: keyed by their values, longer ones by the JSON texts of their run context and params when
+#: each is at most MEMO_TEXT characters (else that line's decision is not memoized, or its
+#: run context's guard not kept); guards kept per worker process (the oldest run contexts are
+#: dropped). Every cache is bounded in entries and size.
 MEMO_SIZE = 100_000
 MEMO_CHARS = 32 * 1024 * 1024
+MEMO_LINE = 8192
 MEMO_TEXT = 4096
 GUARDS = 256
 #: Text from the log kept in a report (examples, messages) is cut to this many characters.
@@ -129,25 +137,29 @@ class Replayer:
     def __init__(self, spec: ReplaySpec) -> None:
         self.spec = spec
         self._base: Guard | None = None
-        self._guards: dict[str, Guard | str] = {}
-        self._memo: dict[tuple[str, str, str], New] = {}
+        # run context key -> (its guard, or why the run is refused; a number naming the guard
+        # in memo keys: never reused, so an entry of a dropped guard is never found again).
+        self._guards: dict[Any, tuple[Guard | str, int]] = {}
+        self._built = 0
+        self._memo: dict[tuple[int, str, Any], New] = {}
         self._memo_chars = 0
         self._reads: ArgumentReads | None = None
         self._lock = threading.Lock()
 
-    def guard(self, context_text: str | None, context: dict[str, Any]) -> Guard | str:
-        """The guard of a run context (by its logged JSON text), or why the new configuration
-        refuses that run."""
-        if context_text is None or len(context_text) > MEMO_TEXT:
-            return self._build(context)  # not a context a guard writes: not kept
-        found = self._guards.get(context_text)  # INVARIANT: entries are never changed
+    def guard(self, context_key: Any, context: dict[str, Any]) -> tuple[Guard | str, int]:
+        """The guard of a run context (by its :func:`value_key`, ``None``: not kept), or why
+        the new configuration refuses that run; and the number naming it in memo keys."""
+        if context_key is None:  # not a context a guard writes: built for this line alone
+            return self._build(context), -1
+        found = self._guards.get(context_key)  # INVARIANT: entries are never changed
         if found is None:
             with self._lock:
-                found = self._guards.get(context_text)
+                found = self._guards.get(context_key)
                 if found is None:
                     while len(self._guards) >= GUARDS:  # the oldest run context goes
                         del self._guards[next(iter(self._guards))]
-                    found = self._guards[context_text] = self._build(context)
+                    self._built += 1
+                    found = self._guards[context_key] = (self._build(context), self._built)
         return found
 
     def _build(self, context: dict[str, Any]) -> Guard | str:
@@ -173,22 +185,20 @@ class Replayer:
         return guard
 
     def decide(
-        self, guard: Guard, context_text: str | None, tool: str, params: Any, text: str | None
+        self, guard: Guard, number: int, tool: str, params: Any, params_key: Any, size: int
     ) -> New:
-        """The new decision of a call (memoized by the logged JSON texts, when small)."""
-        if context_text is None or text is None:
-            key = None
-        elif len(text) <= MEMO_TEXT and len(context_text) <= MEMO_TEXT and len(tool) <= MEMO_TEXT:
-            key = (context_text, tool, text)
+        """The new decision of a call of the guard named ``number`` (memoized by the params'
+        :func:`value_key`, unless the guard or the key is ``None``/-1; ``size``: what the
+        entry is charged, the length of its line)."""
+        key = None
+        if number >= 0 and params_key is not None:
+            key = (number, tool, params_key)
             found = self._memo.get(key)
             if found is not None:
                 return found
-        else:
-            key = None
         out = guard.before_tool_call(tool, params, None)
         new = New(out.action, out.denied_reason, out.policies, out.reason)
         if key is not None:
-            size = len(key[0]) + len(key[1]) + len(key[2])
             if len(self._memo) >= MEMO_SIZE or self._memo_chars + size > MEMO_CHARS:
                 self._memo.clear()
                 self._memo_chars = 0
@@ -370,18 +380,21 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
         assert outside is not None
         result.outside[(tool, outside)] += 1
         return
-    context_text = _text(rec.context)
-    params_text = _text(rec.params)
-    guard = rep.guard(context_text, rec.context)
+    if len(text) <= MEMO_LINE:
+        context_key, params_key = value_key(rec.context), value_key(rec.params)
+    else:
+        context_key, params_key = _short_text(rec.context), _short_text(rec.params)
+    guard, number = rep.guard(context_key, rec.context)
     if isinstance(guard, str):
         new = New("block", "run-rejected", (), guard)
         result.rejected[guard] += 1
     else:
-        new = rep.decide(guard, context_text, rec.tool, rec.params, params_text)
+        new = rep.decide(guard, number, rec.tool, rec.params, params_key, len(text))
     if rec.redacted:
         found = rep.undecidable(rec, old, new)
         if found is not None:
             pointer, why = found
+            params_text = _text(rec.params)
             result.undecidable[(tool, old, new.action)] += 1
             part.example("undecidable", _example(index, rec, old, new, params_text, pointer, why))
             if spec.rows:
@@ -392,6 +405,7 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
     result.counts[(tool, old, new.action)] += 1
     if old == new.action:
         return
+    params_text = _text(rec.params)
     for policy in new.policies or (f"({new.denied_reason})",):
         result.responsible[(tool, old, new.action, policy)] += 1
     part.example(transition(old, new.action), _example(index, rec, old, new, params_text))
@@ -400,12 +414,33 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
 
 
 def _text(value: Any) -> str | None:
-    """The JSON text of a logged value (the memo's key), ``None`` when it is nested deeper than
-    the encoder goes (then nothing about it is memoized)."""
+    """The JSON text of a logged value, ``None`` when it is nested deeper than the encoder goes
+    (then nothing about it is memoized)."""
     try:
         return _dumps(value)
     except (RecursionError, ValueError):
         return None
+
+
+def _short_text(value: Any) -> str | None:
+    """The JSON text of a value of a long line, when at most :data:`MEMO_TEXT` characters."""
+    text = _text(value)
+    return text if text is not None and len(text) <= MEMO_TEXT else None
+
+
+_SCALAR_KINDS = frozenset({str, bool, int, type(None)})
+
+
+def value_key(value: Any) -> Any:
+    """An exact, hashable key of a decoded JSON value: two values have equal keys only if they
+    are the same JSON. An object of strings, booleans, nulls and integers is keyed by its items
+    and their classes (``True`` and ``1`` are equal in Python, not in JSON); anything else by
+    its JSON text; ``None`` when it cannot be written (nested too deeply)."""
+    if value.__class__ is dict:
+        kinds = tuple(map(type, value.values()))
+        if _SCALAR_KINDS.issuperset(kinds):
+            return (tuple(value.items()), kinds)
+    return _text(value)
 
 
 #: What the output shows for params nested too deeply to write.
