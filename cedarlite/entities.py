@@ -98,15 +98,19 @@ class Entities(Mapping[EntityUID, Entity]):
                 # Rust's message; like Rust, an identical repeat of an entity is accepted.
                 raise EntitiesError(f"duplicate entity entry `{ent.uid}`")
             by_uid[ent.uid] = ent
-        self._base = _base
-        self._by_uid = _close_ancestors(by_uid, _base)
+        self._init(_close_ancestors(by_uid, _base), _base)
+
+    def _init(self, by_uid: dict[EntityUID, Entity], base: Entities | None) -> None:
+        """Set the fields of a store of ``by_uid`` (ancestors closed) on top of ``base``."""
+        self._base = base
+        self._by_uid = by_uid
         self.lookup: Callable[[EntityUID], Entity | None] = (
-            self._by_uid.get if _base is None else self.get
+            by_uid.get if base is None else self.get
         )
         # Whether every entity's type name is valid (always, for stores read from JSON): a
         # request naming a stored entity then needs no check of its type name.
         self.valid_types: bool = all(map(is_valid_type_name, {u.type for u in by_uid})) and (
-            _base is None or _base.valid_types
+            base is None or base.valid_types
         )
         # A process-unique number (never reused, unlike id()): keys the decision caches.
         self.serial = next(_SERIALS)
@@ -702,7 +706,5 @@ def overlay_closed(base: Entities, entity: Entity) -> Entities:
     # INVARIANT: entity.ancestors == base.overlay([entity])[entity.uid].ancestors (the caller's
     # promise); everything else is an Entities built as overlay() builds one.
     store = object.__new__(Entities)
-    store._base = base
-    store._by_uid = {entity.uid: entity}
-    store.serial = next(_SERIALS)
+    store._init({entity.uid: entity}, base)
     return store
