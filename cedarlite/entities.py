@@ -104,9 +104,7 @@ class Entities(Mapping[EntityUID, Entity]):
         """Set the fields of a store of ``by_uid`` (ancestors closed) on top of ``base``."""
         self._base = base
         self._by_uid = by_uid
-        self.lookup: Callable[[EntityUID], Entity | None] = (
-            by_uid.get if base is None else self.get
-        )
+        self.lookup: Callable[[EntityUID], Entity | None] = by_uid.get if base is None else self.get
         # Whether every entity's type name is valid (always, for stores read from JSON): a
         # request naming a stored entity then needs no check of its type name.
         self.valid_types: bool = all(map(is_valid_type_name, {u.type for u in by_uid})) and (
