@@ -349,6 +349,15 @@ def test_mcp_tools_and_unknown_tools(project: Project) -> None:
             "Claude wants to merge a pull request. (policy github.merge-asks)",
         ),
         ("mcp__brave-search__brave_web_search", {"query": "x"}, "allow", ""),
+        # No schema: its string arguments are still what the path rules read.
+        (
+            "mcp__filesystem__read_text_file",
+            {"path": "/home/u/.ssh/id_rsa"},
+            "deny",
+            "fs.no-secrets",
+        ),
+        ("mcp__filesystem__read_text_file", {"path": "/home/u/app/.env"}, "deny", "fs.no-secrets"),
+        ("mcp__filesystem__read_text_file", {"path": "/home/u/app/src/a.py"}, "allow", ""),
         ("FancyNewTool", {"x": 1}, "deny", "Tool fancynewtool is not available in this run"),
     ]
     answers = parallel(cases, lambda c: project.hook(c[0], c[1], mcp_server={"name": "github"}))
