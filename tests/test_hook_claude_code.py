@@ -349,21 +349,54 @@ def test_mcp_tools_and_unknown_tools(project: Project) -> None:
             "Claude wants to merge a pull request. (policy github.merge-asks)",
         ),
         ("mcp__brave-search__brave_web_search", {"query": "x"}, "allow", ""),
-        # No schema: its string arguments are still what the path rules read.
-        (
-            "mcp__filesystem__read_text_file",
-            {"path": "/home/u/.ssh/id_rsa"},
-            "deny",
-            "fs.no-secrets",
-        ),
-        ("mcp__filesystem__read_text_file", {"path": "/home/u/app/.env"}, "deny", "fs.no-secrets"),
-        ("mcp__filesystem__read_text_file", {"path": "/home/u/app/src/a.py"}, "allow", ""),
         ("FancyNewTool", {"x": 1}, "deny", "Tool fancynewtool is not available in this run"),
     ]
     answers = parallel(cases, lambda c: project.hook(c[0], c[1], mcp_server={"name": "github"}))
     for (tool, _, decision, text), answer in zip(cases, answers, strict=True):
         assert (tool, answer.decision) == (tool, decision), answer.reason
         assert text in answer.reason, answer.reason
+
+
+def test_path_spellings_and_working_directories_hide_no_secret(project: Project) -> None:
+    """`//`, `/./` and `..` spell the same file; the working directory does not make `/etc/shadow`
+    a harmless `shadow` (finding 5). Every tool with a path refuses `..`."""
+    cases = [
+        # An MCP tool without schema: its string arguments are what the path rules read.
+        ("mcp__filesystem__read_text_file", {"path": "/home/u/.ssh/id_rsa"}, None, "fs.no-secrets"),
+        ("mcp__filesystem__read_text_file", {"path": "/home/u/app/.env"}, None, "fs.no-secrets"),
+        ("Read", {"file_path": "//etc/shadow"}, None, "fs.no-secrets"),
+        ("Read", {"file_path": "/./etc/shadow"}, None, "fs.no-secrets"),
+        ("Read", {"file_path": "//proc/self/root/etc/shadow"}, None, "fs.no-secrets"),
+        ("Grep", {"pattern": "root", "path": "//etc/shadow"}, None, "fs.no-secrets"),
+        ("Grep", {"pattern": "root", "path": "/usr/../etc"}, None, "fs.no-secrets"),
+        ("Glob", {"pattern": "*", "path": "src/../.."}, None, "fs.no-traversal"),
+        ("Read", {"file_path": "/etc/shadow"}, "/etc", "fs.no-secrets"),
+        ("Read", {"file_path": "shadow"}, "/etc", "fs.no-secrets"),
+        ("Read", {"file_path": "/proc/self/environ"}, "/proc/self", "fs.no-secrets"),
+        ("Read", {"file_path": "/home/u/.aws/credentials"}, "/home/u/.aws", "fs.no-secrets"),
+        ("LS", {"path": "../.."}, None, "fs.no-traversal"),
+        ("mcp__fs__read_file", {"path": "//etc//shadow"}, None, "fs.no-secrets"),
+        ("mcp__fs__list_directory", {"path": "/srv/../etc"}, None, "fs.no-traversal"),
+    ]
+    config = project.root / ".claude" / "ls.json"
+    data = json.loads(project.config.read_text())
+    data["config"]["tools"]["alsoAllow"].append("ls")
+    config.write_text(json.dumps(data))
+    options = HookOptions(str(config), project.rules, str(project.state), deadline=600)
+    for tool, tool_input, cwd, policy in cases:
+        event = project.event(tool, tool_input, cwd=cwd or str(project.root))
+        out, err = io.StringIO(), io.StringIO()
+        hook_run(options, io.BytesIO(event.encode()), out, err)
+        answer = Answer(0, out.getvalue(), err.getvalue())
+        assert (tool, tool_input, answer.decision) == (tool, tool_input, "deny"), answer.reason
+        assert policy in answer.reason, (tool, tool_input, answer.reason)
+    # Ordinary files, however spelled: allowed (one in a hook process).
+    ok = project.hook("Read", {"file_path": f"{project.root}/./src//app.py"})
+    assert ok.decision == "allow", ok.reason
+    event = project.event("mcp__filesystem__read_text_file", {"path": "/home/u/app/src/a.py"})
+    out = io.StringIO()
+    hook_run(options, io.BytesIO(event.encode()), out, io.StringIO())
+    assert Answer(0, out.getvalue(), "").decision == "allow", out.getvalue()
 
 
 def test_bad_input_is_a_blocking_error(project: Project) -> None:

@@ -37,6 +37,13 @@ from ..ext.decimal import Decimal
 from ..values import I64_MAX, I64_MIN, CedarSet, Record
 from .catalog import ToolsError
 
+#: Argument names that hold paths or locations in common tools, those the shipped ``paths``
+#: rules guard (``absolutePath`` is the hook's absolute form of ``path``): optional ``String``
+#: attributes of every tool whose schema allows arguments it does not declare.
+PATH_ARGUMENTS: tuple[str, ...] = (
+    "path", "absolutePath", "file_path", "filePath", "file", "directory", "cwd", "workdir", "url",
+)  # fmt: skip
+
 # The kinds of a check.
 UNTYPED, STRING, BOOL, LONG, DECIMAL, SET, RECORD, TEXT = range(8)
 

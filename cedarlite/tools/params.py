@@ -17,9 +17,10 @@ variant) is an optional ``String`` attribute, present when the call gives a stri
 
 A schema that allows arguments it does not declare (no ``additionalProperties: false``; no
 schema at all, as for MCP tools known only by name) hides nothing from rules: the call's other
-top-level string arguments are ``String`` attributes too, and its Cedar type declares the
-path-like names of the shipped rules (:data:`PATH_ARGUMENTS`) as optional strings, so that
-``resource has path && resource.path like "..."`` validates for every such tool.
+top-level string arguments are ``String`` attributes too. The Cedar type of a plugin or MCP
+tool with such a schema declares the path-like names of the shipped rules
+(:data:`PATH_ARGUMENTS`) as optional strings, so that ``resource has path && resource.path
+like "..."`` validates for it (:func:`input_type`).
 
 The second half is the normalization of spec §12, plain Python on JSON schemas:
 :func:`normalize_tool_parameters` (top-level shapes, flattening ``anyOf``/``oneOf``),
@@ -53,6 +54,7 @@ from ..schema.types import (
 )
 from ..values import EntityUID, Record
 from . import arguments
+from .arguments import PATH_ARGUMENTS as PATH_ARGUMENTS  # re-exported
 from .arguments import ArgumentPlan, Check, RecordCheck
 from .arguments import ToolArgumentError as ToolArgumentError  # re-exported
 from .catalog import (
@@ -143,14 +145,6 @@ CORE_PARAMETERS: dict[str, dict[str, Any]] = {
         "required": ["query"],
     },
 }
-
-
-#: Argument names that hold paths or locations in common tools (those the shipped ``paths``
-#: rules guard): optional ``String`` attributes of every tool whose schema allows arguments it
-#: does not declare.
-PATH_ARGUMENTS: tuple[str, ...] = (
-    "path", "file_path", "filePath", "file", "directory", "cwd", "workdir", "url",
-)  # fmt: skip
 
 
 def parameters_of(tool: ToolInfo) -> Mapping[str, Any] | None:
@@ -249,14 +243,17 @@ def allows_other_arguments(schema: Any) -> bool:
     return not isinstance(schema, Mapping) or schema.get("additionalProperties") is not False
 
 
-def input_type(schema: Mapping[str, Any] | None) -> RecordType:
-    """The record type of a tool's arguments: its parameters with a Cedar type, and, when the
-    schema allows other arguments, :data:`PATH_ARGUMENTS` as optional strings."""
+def input_type(schema: Mapping[str, Any] | None, plugin: bool = False) -> RecordType:
+    """The record type of a tool's arguments: its parameters with a Cedar type and, when the
+    schema allows other arguments (whose string values are attributes too), optional strings
+    for the names rules commonly read: :data:`PATH_ARGUMENTS` for a ``plugin`` tool (MCP
+    servers and plugins, whose schemas often say little), ``absolutePath`` beside a ``path``
+    (the absolute form the Claude Code hook adds)."""
     record = (_record(schema) if schema is not None else None) or RecordType()
     if not allows_other_arguments(schema):
         return record
     attrs = dict(record.attributes)
-    for name in PATH_ARGUMENTS:
+    for name in PATH_ARGUMENTS if plugin else ("absolutePath",) if "path" in attrs else ():
         attrs.setdefault(name, Attribute(STRING, required=False))
     return RecordType(attrs)
 
@@ -417,7 +414,7 @@ def cedar_schema(catalog: ToolCatalog) -> Schema:
     by_action: dict[EntityUID, list[ToolInfo]] = {}
     for t in catalog.registered:
         entity_types[types.of(t)] = EntityTypeDef(
-            types.of(t), frozenset({TOOL_TYPE}), input_type(parameters_of(t))
+            types.of(t), frozenset({TOOL_TYPE}), input_type(parameters_of(t), t.is_plugin)
         )
         by_action.setdefault(t.action, []).append(t)
     groups = [*CORE_GROUPS, GROUP_PLUGINS, GROUP_OWNER_ONLY]
@@ -431,7 +428,7 @@ def cedar_schema(catalog: ToolCatalog) -> Schema:
     for name in catalog.names:
         uid = action_uid(name)
         tools = by_action[uid]
-        inputs = {input_type(parameters_of(t)) for t in tools}
+        inputs = {input_type(parameters_of(t), t.is_plugin) for t in tools}
         context = dict(CONTEXT_ATTRIBUTES)
         ctx_attrs = {k: Attribute(v) for k, v in context.items()}
         if len(inputs) == 1:
