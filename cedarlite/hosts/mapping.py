@@ -11,8 +11,8 @@ A host (Claude Code, and the hosts that copy its hook JSON) calls its own tools 
   and made relative to the call's working directory when they lie inside it (OpenClaw paths
   are workspace-relative), each with its absolute form beside it when that differs
   (``absolutePath``: :func:`absolute_path`, so that rules on absolute locations are not beaten
-  by the working directory or by ``..``), and, with ``each``, one call per element of that array argument (``MultiEdit``:
-  one ``edit`` per edit);
+  by the working directory or by ``..``), and, with ``each``, one call per element of that
+  array argument (``MultiEdit``: one ``edit`` per edit);
 * ``mcp__<server>__<tool>`` becomes the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``),
   named as spec §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
 * any other tool becomes its lower-cased name (``TodoWrite`` → ``todowrite``). No profile lists
