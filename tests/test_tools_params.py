@@ -218,6 +218,17 @@ def test_declared_types_are_kept_and_closed_schemas_expose_nothing_else() -> Non
     )
 
 
+def test_integers_beyond_64_bits_are_errors_where_rules_can_see_them() -> None:
+    """The README's claim (*Hostile input*): a typed integer that does not fit is an error; a
+    number no rule can see is not converted, so it is none."""
+    with pytest.raises(ToolArgumentError, match="does not fit in 64 bits"):
+        call_arguments(tool("exec"), {"command": "ls", "timeout": 2**64})
+    assert call_arguments(tool("exec"), {"command": "ls", "foo": 2**64}) == Record(
+        {"command": "ls"}
+    )
+    assert "path" not in call_arguments(loose_tool({"properties": {"path": {}}}), {"path": 2**70})
+
+
 def test_rules_on_loose_tools_validate_and_apply() -> None:
     """The schema declares the path-like names as optional strings of every open tool: a rule
     written as the README shows validates, and a rule that forgets `has` does not."""
