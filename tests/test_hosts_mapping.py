@@ -179,6 +179,8 @@ def test_the_absolute_path_sits_beside_the_relative_one() -> None:
         {"path": "/etc/shadow", "n": 1},
     )
     assert mapped("LS", {"path": "/w/./x/../.."}, cwd="/w")[2] == ({"path": "/w/x/../.."},)
+    url = {"url": "https://x.dev//a/./b"}  # a URL is no path
+    assert mapped("mcp__web__fetch", url)[2] == (url,)
 
 
 def test_overrides_are_data_and_checked() -> None:

@@ -19,7 +19,7 @@ A host (Claude Code, and the hosts that copy its hook JSON) calls its own tools 
   these: a configuration allows them by name (``alsoAllow``).
 
 The arguments of the last two pass unchanged but for the path-like ones
-(:data:`~cedarlite.tools.arguments.PATH_ARGUMENTS`), normalised by :func:`clean_path`.
+(:data:`CLEANED_ARGUMENTS`), normalised by :func:`clean_path`.
 
 The table is data: a configuration overrides entries by host tool name (``null`` removes one)
 with :meth:`HostMapping.claude_code`. :meth:`HostMapping.catalog` is the tool list of a run of
@@ -318,11 +318,16 @@ def _rename(entry: ToolMapping, params: Any, cwd: Any) -> Any:
     return out
 
 
+#: The arguments of tools outside the table that :func:`clean_path` cleans (not ``url``: a
+#: URL's ``//`` is no path's).
+CLEANED_ARGUMENTS = tuple(n for n in PATH_ARGUMENTS if n != "url")
+
+
 def _clean_paths(params: Any) -> Any:
     """The arguments of a tool outside the table, their path-like ones cleaned."""
     if not isinstance(params, Mapping):
         return params
-    found = [n for n in PATH_ARGUMENTS if isinstance(params.get(n), str)]
+    found = [n for n in CLEANED_ARGUMENTS if isinstance(params.get(n), str)]
     if not found:
         return params
     out = dict(params)

@@ -38,8 +38,9 @@ from ..values import I64_MAX, I64_MIN, CedarSet, Record
 from .catalog import ToolsError
 
 #: Argument names that hold paths or locations in common tools, those the shipped ``paths``
-#: rules guard (``absolutePath`` is the hook's absolute form of ``path``): optional ``String``
-#: attributes of every tool whose schema allows arguments it does not declare.
+#: rules guard (``absolutePath`` is the hook's absolute form of ``path``): declared optional
+#: ``String`` attributes of plugin and MCP tools whose schema allows arguments it does not
+#: declare (:func:`cedarlite.tools.params.input_type`).
 PATH_ARGUMENTS: tuple[str, ...] = (
     "path", "absolutePath", "file_path", "filePath", "file", "directory", "cwd", "workdir", "url",
 )  # fmt: skip
@@ -68,12 +69,12 @@ class ArgumentPlan(NamedTuple):
     """The compiled parameter schema of one tool: ``tool`` its name (for messages),
     ``record`` the record check of its schema (``None``: a tool without parameter schema),
     ``declared`` the names of its top-level parameters when it allows other arguments, whose
-    string values are then ``String`` attributes too (``None``: other arguments are refused).
+    string values are then ``String`` attributes too (``None``: the schema refuses them).
     """
 
     tool: str
     record: RecordCheck | None
-    declared: frozenset[str] | None = frozenset()
+    declared: frozenset[str] | None
 
     def convert(self, params: Any) -> Record:
         """The typed record of a call's arguments (``None``: no arguments); raises
