@@ -158,6 +158,24 @@ def test_paths_are_cleaned_before_they_are_matched_or_made_relative() -> None:
     assert resolve_path("/a" * 50_000 + "/.." * 60_000 + "/etc") == "/etc"
 
 
+PATHS = st.lists(st.sampled_from(["", ".", "..", "a", "b.c", "..."]), max_size=8).map("/".join)
+
+
+@given(PATHS)
+def test_path_cleaning_agrees_with_posixpath(path: str) -> None:
+    """Textually, as `posixpath.normpath` (which keeps a leading `//`, POSIX's choice; Linux
+    reads it as `/`): `resolve_path` for absolute paths, `clean_path` when no `..` is left to
+    keep."""
+    import posixpath
+
+    absolute = "/" + path
+    assert resolve_path(absolute) == posixpath.normpath("/" + absolute.lstrip("/"))
+    relative = path.lstrip("/") or "."
+    if ".." not in relative.split("/"):
+        assert clean_path(relative) == posixpath.normpath(relative)
+    assert clean_path(clean_path(absolute)) == clean_path(absolute)
+
+
 def test_the_absolute_path_sits_beside_the_relative_one() -> None:
     """Relative to `/etc`, `/etc/shadow` is `shadow`: the absolute form keeps rules on absolute
     locations true whatever the working directory."""
