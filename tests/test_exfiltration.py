@@ -29,6 +29,9 @@ EXTRA_TOOLS = [
             "required": ["path"],
         },
     },
+    # MCP tools whose schemas say nothing of `path` (finding 2): their string arguments count.
+    {"name": "fs__read_text_file", "pluginId": "bundle-mcp"},
+    {"name": "fs__stat", "pluginId": "bundle-mcp", "parameters": {"type": "object"}},
     {
         "name": "search",
         "pluginId": "grep",
@@ -126,6 +129,12 @@ FILE_ATTEMPTS = [
     ("search", {"pattern": "token", "directory": "/proc/1/environ"}),
     ("web_fetch", {"url": "file:///etc/shadow"}),
     ("web_fetch", {"url": "file:///home/me/.ssh/id_rsa"}),
+    ("fs__read_text_file", {"path": "/home/me/.ssh/id_rsa"}),
+    ("fs__read_text_file", {"path": "/home/me/app/.env"}),
+    ("fs__stat", {"path": "/etc/shadow"}),
+    # What the Claude Code hook sends for `Read /etc/shadow` with `/etc` as working directory.
+    ("read", {"path": "shadow", "absolutePath": "/etc/shadow"}),
+    ("read", {"path": "environ", "absolutePath": "/proc/self/environ"}),
 ]
 
 
@@ -134,6 +143,79 @@ def test_no_tool_that_takes_a_path_can_reach_secrets(tool: str, params: dict[str
     decision = decide(tool, params)
     assert not decision.allowed
     assert any(p.startswith("fs.no-secret") for p in decision.policies), decision.policies
+
+
+#: Commands that pass for a safe program, and the rule that stops them (findings 3 and 6).
+EXEC_ESCAPES = [
+    ("git difftool -y -x sh HEAD~1", "exec.safe-prefixes"),
+    ("git diffx", "exec.safe-prefixes"),
+    ("git logx -p", "exec.safe-prefixes"),
+    ("python -m pytestevil", "exec.safe-prefixes"),
+    ("npm testx", "exec.safe-prefixes"),
+    ("npm test --script-shell=/tmp/evil.sh", "exec.safe-prefixes"),
+    ("npm test --prefix /tmp/other", "exec.safe-prefixes"),
+    ("git diff --output=/home/u/.bashrc HEAD", "exec.no-program-options"),
+    ("git log -p --output /home/u/.profile", "exec.no-program-options"),
+    ("git show --ext-diff HEAD", "exec.no-program-options"),
+    ("git diff --ext HEAD", "exec.no-program-options"),
+    ("git log -p --textconv", "exec.no-program-options"),
+    ("git diff -x sh", "exec.no-program-options"),
+    ("git diff --extcmd=sh", "exec.no-program-options"),
+    ("rg --pre sh . payload.txt", "exec.no-program-options"),
+    ("rg --pre=./x.sh foo", "exec.no-program-options"),
+    ("rg --pre-glob '*.txt' --pre ./x.sh foo", "exec.no-program-options"),
+    ("python -m pytest --basetemp=/home/u", "exec.no-program-options"),
+    ("python -m pytest --junitxml=/home/u/.bashrc", "exec.no-program-options"),
+    ("python -m pytest -o cache_dir=/home/u/x", "exec.no-program-options"),
+    ("python -m pytest -c /tmp/evil.ini", "exec.no-program-options"),
+    ("python -m pytest --log-file=/home/u/.profile", "exec.no-program-options"),
+    ("cat README.md\t.env", "exec.no-chaining"),
+    ("cat README.md\r.env", "exec.no-chaining"),
+    ("grep -r . ~/.", "exec.no-secrets"),
+    ("ls -la ~/.", "exec.no-secrets"),
+    ("ls -la ~/./", "exec.no-secrets"),
+    ("grep -r key ~/..", "exec.no-secrets"),
+    ("ls $HOME/.", "exec.no-secrets"),
+    ("ls /home", "exec.no-secrets"),
+    ("ls -la /home/ -R", "exec.no-secrets"),
+    ("cat //", "exec.no-secrets"),
+    ("grep -r PRIVATE /home/u", "exec.relative-searches"),
+    ("rg -uu token /home/u", "exec.relative-searches"),
+    ("grep -r token ../..", "exec.relative-searches"),
+    ("grep -r token --include=*.txt '/home/u'", "exec.relative-searches"),
+    ("rg token $XDG_CONFIG_HOME", "exec.relative-searches"),
+]
+
+
+@pytest.mark.parametrize(("command", "policy"), EXEC_ESCAPES)
+def test_safe_programs_cannot_run_others_or_scan_homes(command: str, policy: str) -> None:
+    decision = decide("exec", {"command": command})
+    assert not decision.allowed
+    assert policy in decision.policies, decision.policies
+
+
+@pytest.mark.parametrize(
+    ("tool", "params"),
+    [
+        ("read", {"path": "../../etc/passwd"}),
+        ("search", {"pattern": "x", "directory": "../.."}),
+        ("fs__read_file", {"path": "/srv/app/../../etc/passwd"}),
+        ("fs__read_text_file", {"path": "src/../../x"}),
+        ("exec", {"command": "ls", "workdir": ".."}),
+    ],
+    ids=lambda x: json.dumps(x)[:60],
+)
+def test_no_tool_climbs_out_with_dot_dot(tool: str, params: dict[str, Any]) -> None:
+    decision = decide(tool, params)
+    assert not decision.allowed
+    assert "fs.no-traversal" in decision.policies, decision.policies
+
+
+def test_writes_to_git_internals_are_refused() -> None:
+    for path in (".git/config", ".git/hooks/pre-commit", "sub/.git/config", "/workspace/.git"):
+        decision = decide("write", {"path": path, "content": "x"})
+        assert "fs.no-git-internals" in decision.policies, path
+    assert decide("write", {"path": "src/.gitignore", "content": "x"}).allowed
 
 
 def test_there_are_at_least_forty_attempts() -> None:
@@ -149,6 +231,19 @@ def test_there_are_at_least_forty_attempts() -> None:
         ("exec", {"command": "grep -rn process.env src"}),
         ("exec", {"command": "rg keyboard src"}),
         ("exec", {"command": "git diff HEAD~1 -- src/env.py"}),
+        ("exec", {"command": "git diff"}),
+        ("exec", {"command": "git diff --stat --no-ext-diff HEAD~1"}),
+        ("exec", {"command": "git log"}),
+        ("exec", {"command": "git log --oneline -5"}),
+        ("exec", {"command": "grep -x -n 'main' src/app.py"}),
+        ("exec", {"command": "grep -rn TODO ./src"}),
+        ("exec", {"command": "rg -n 'fn main' src"}),
+        ("exec", {"command": "python -m pytest"}),
+        ("exec", {"command": "python -m pytest -x -q -p no:cacheprovider tests/test_app.py"}),
+        ("exec", {"command": "npm test"}),
+        ("exec", {"command": "npm test -- --watch=false"}),
+        ("fs__read_text_file", {"path": "/workspace/app/README.md"}),
+        ("read", {"path": "src/app.py", "absolutePath": "/workspace/app/src/app.py"}),
         ("exec", {"command": "ls -la", "workdir": "/workspace/app"}),
         ("read", {"path": "docs/environment.md"}),
         ("read", {"path": "src/keys.py"}),

@@ -357,6 +357,114 @@ def test_mcp_tools_and_unknown_tools(project: Project) -> None:
         assert text in answer.reason, answer.reason
 
 
+def test_path_spellings_and_working_directories_hide_no_secret(project: Project) -> None:
+    """`//`, `/./` and `..` spell the same file; the working directory does not make `/etc/shadow`
+    a harmless `shadow` (finding 5). Every tool with a path refuses `..`."""
+    cases = [
+        # An MCP tool without schema: its string arguments are what the path rules read.
+        ("mcp__filesystem__read_text_file", {"path": "/home/u/.ssh/id_rsa"}, None, "fs.no-secrets"),
+        ("mcp__filesystem__read_text_file", {"path": "/home/u/app/.env"}, None, "fs.no-secrets"),
+        ("Read", {"file_path": "//etc/shadow"}, None, "fs.no-secrets"),
+        ("Read", {"file_path": "/./etc/shadow"}, None, "fs.no-secrets"),
+        ("Read", {"file_path": "//proc/self/root/etc/shadow"}, None, "fs.no-secrets"),
+        ("Grep", {"pattern": "root", "path": "//etc/shadow"}, None, "fs.no-secrets"),
+        ("Grep", {"pattern": "root", "path": "/usr/../etc"}, None, "fs.no-secrets"),
+        ("Glob", {"pattern": "*", "path": "src/../.."}, None, "fs.no-traversal"),
+        ("Read", {"file_path": "/etc/shadow"}, "/etc", "fs.no-secrets"),
+        ("Read", {"file_path": "shadow"}, "/etc", "fs.no-secrets"),
+        ("Read", {"file_path": "/proc/self/environ"}, "/proc/self", "fs.no-secrets"),
+        ("Read", {"file_path": "/home/u/.aws/credentials"}, "/home/u/.aws", "fs.no-secrets"),
+        ("LS", {"path": "../.."}, None, "fs.no-traversal"),
+        ("mcp__fs__read_file", {"path": "//etc//shadow"}, None, "fs.no-secrets"),
+        ("mcp__fs__list_directory", {"path": "/srv/../etc"}, None, "fs.no-traversal"),
+    ]
+    config = project.root / ".claude" / "ls.json"
+    data = json.loads(project.config.read_text())
+    data["config"]["tools"]["alsoAllow"].append("ls")
+    config.write_text(json.dumps(data))
+    options = HookOptions(str(config), project.rules, str(project.state), deadline=600)
+    for tool, tool_input, cwd, policy in cases:
+        event = project.event(tool, tool_input, cwd=cwd or str(project.root))
+        out, err = io.StringIO(), io.StringIO()
+        hook_run(options, io.BytesIO(event.encode()), out, err)
+        answer = Answer(0, out.getvalue(), err.getvalue())
+        assert (tool, tool_input, answer.decision) == (tool, tool_input, "deny"), answer.reason
+        assert policy in answer.reason, (tool, tool_input, answer.reason)
+    # Ordinary files, however spelled: allowed (one in a hook process).
+    ok = project.hook("Read", {"file_path": f"{project.root}/./src//app.py"})
+    assert ok.decision == "allow", ok.reason
+    event = project.event("mcp__filesystem__read_text_file", {"path": "/home/u/app/src/a.py"})
+    out = io.StringIO()
+    hook_run(options, io.BytesIO(event.encode()), out, io.StringIO())
+    assert Answer(0, out.getvalue(), "").decision == "allow", out.getvalue()
+
+
+def test_the_agent_cannot_rewrite_what_guards_it(project: Project, tmp_path: Path) -> None:
+    """Writes to the hook's configuration, rules, state and to Claude Code's settings files
+    are denied, whatever the rules say, with a reason that says a person must make them
+    (finding 4)."""
+    root = project.root
+    link = tmp_path / "innocent.json"
+    link.symlink_to(project.config)
+    edit = {"old_string": '"deny"', "new_string": '"nodeny"'}
+    cases = [
+        ("Edit", {"file_path": str(project.config), **edit}, "`--config`"),
+        ("Edit", {"file_path": ".claude/cedarlite.json", **edit}, "`--config`"),
+        ("MultiEdit", {"file_path": str(project.config), "edits": [edit]}, "`--config`"),
+        ("Write", {"file_path": f"{root}/.claude/rules.cedar", "content": ""}, "`--rules`"),
+        ("Write", {"file_path": f"{root}//.claude/./rules.cedar", "content": ""}, "`--rules`"),
+        ("Write", {"file_path": str(link), "content": "{}"}, "`--config`"),
+        (
+            "Write",
+            {"file_path": f"{root}/.claude/settings.local.json", "content": "{}"},
+            "settings",
+        ),
+        ("Edit", {"file_path": f"{root}/.claude/settings.json", **edit}, "settings"),
+        ("Write", {"file_path": "/home/u/.claude/settings.json", "content": "{}"}, "settings"),
+        ("Write", {"file_path": f"{root}/.CLAUDE/Settings.JSON", "content": "{}"}, "settings"),
+        (
+            "NotebookEdit",
+            {"notebook_path": f"{root}/.claude/settings.json", "new_source": "x"},
+            "settings",
+        ),
+        (
+            "Write",
+            {"file_path": f"{project.state}/guards/x.pickle", "content": "x"},
+            "state directory",
+        ),
+        (
+            "mcp__filesystem__write_file",
+            {"path": str(project.config), "content": "{}"},
+            "`--config`",
+        ),
+        (
+            "mcp__filesystem__move_file",
+            {"source": "/tmp/x.json", "destination": f"{root}/.claude/settings.json"},
+            "settings",
+        ),
+    ]
+    options = HookOptions(str(project.config), project.rules, str(project.state), deadline=600)
+    for tool, tool_input, what in cases:
+        out = io.StringIO()
+        event = project.event(tool, tool_input)
+        hook_run(options, io.BytesIO(event.encode()), out, io.StringIO())
+        answer = Answer(0, out.getvalue(), "")
+        assert (tool, answer.decision) == (tool, "deny"), (tool_input, answer.reason)
+        assert what in answer.reason and "a person must edit it" in answer.reason, answer.reason
+    # Reading them, and writing other files of .claude/, is ordinary work.
+    for tool, tool_input in [
+        ("Read", {"file_path": str(project.config)}),
+        ("Write", {"file_path": f"{root}/.claude/notes.md", "content": "x"}),
+        ("mcp__filesystem__read_text_file", {"path": "/home/u/app/src/a.py"}),
+    ]:
+        out = io.StringIO()
+        hook_run(options, io.BytesIO(project.event(tool, tool_input).encode()), out, io.StringIO())
+        assert Answer(0, out.getvalue(), "").decision == "allow", (tool, out.getvalue())
+    # And in a hook process, as Claude Code runs it.
+    answer = project.hook("Edit", {"file_path": str(project.config), **edit})
+    assert answer.decision == "deny" and "the hook's configuration" in answer.reason
+
+
 def test_bad_input_is_a_blocking_error(project: Project) -> None:
     good = json.loads(project.event("Bash", {"command": "ls"}))
     cases: list[tuple[bytes, str]] = [

@@ -13,8 +13,11 @@ from cedarlite.hosts.mapping import (
     MAX_EACH,
     HostMapping,
     MappingError,
+    absolute_path,
+    clean_path,
     mcp_name,
     relative_path,
+    resolve_path,
 )
 from cedarlite.tools import ToolPolicy
 
@@ -39,15 +42,27 @@ def test_contract_rows_of_the_spec() -> None:
     )
     assert mapped("Read", {"file_path": "/w/app/a.py", "offset": 10, "limit": 5}, cwd="/w/app")[
         :3
-    ] == ("read", None, ({"path": "a.py", "offset": 10, "limit": 5},))
+    ] == (
+        "read",
+        None,
+        ({"path": "a.py", "offset": 10, "limit": 5, "absolutePath": "/w/app/a.py"},),
+    )
     assert mapped("Write", {"file_path": "/w/app/b.txt", "content": "x"}, cwd="/w/app")[2] == (
-        {"path": "b.txt", "content": "x"},
+        {"path": "b.txt", "content": "x", "absolutePath": "/w/app/b.txt"},
     )
     edit = {"file_path": "/w/app/c.py", "old_string": "a", "new_string": "b", "replace_all": True}
     assert mapped("Edit", edit, cwd="/w/app") == (
         "edit",
         None,
-        ({"path": "c.py", "oldText": "a", "newText": "b", "replace_all": True},),
+        (
+            {
+                "path": "c.py",
+                "oldText": "a",
+                "newText": "b",
+                "replace_all": True,
+                "absolutePath": "/w/app/c.py",
+            },
+        ),
     )
     assert mapped("WebFetch", {"url": "https://x.dev", "prompt": "p"})[:2] == ("web_fetch", None)
     assert mapped("WebSearch", {"query": "cedar"})[:2] == ("web_search", None)
@@ -61,8 +76,8 @@ def test_multi_edit_is_one_edit_per_edit() -> None:
     tool, _, params = mapped("MultiEdit", tool_input, cwd="/w/app")
     assert tool == "edit"
     assert params == (
-        {"path": "c.py", "oldText": "a", "newText": "b"},
-        {"path": "c.py", "oldText": "c", "newText": "d"},
+        {"path": "c.py", "oldText": "a", "newText": "b", "absolutePath": "/w/app/c.py"},
+        {"path": "c.py", "oldText": "c", "newText": "d", "absolutePath": "/w/app/c.py"},
     )
     for bad in ({"file_path": "x"}, {"file_path": "x", "edits": []}, {"edits": [1]}):
         with pytest.raises(MappingError):
@@ -120,6 +135,72 @@ def test_relative_paths() -> None:
     assert relative_path("/w/app/a.py", None) == "/w/app/a.py"
 
 
+def test_paths_are_cleaned_before_they_are_matched_or_made_relative() -> None:
+    """`//`, `/./` and trailing slashes go; `..` stays where the path is, for the rules that
+    refuse it, and is resolved in the absolute form."""
+    assert clean_path("//etc/./shadow") == "/etc/shadow"
+    assert clean_path("///proc//self/root/etc/shadow/") == "/proc/self/root/etc/shadow"
+    assert clean_path("./a//b/.") == "a/b"
+    assert clean_path(".") == clean_path("./") == "."
+    assert clean_path("/") == clean_path("//.") == "/"
+    assert clean_path("a/../b") == "a/../b" and clean_path("") == ""
+    assert relative_path("/w//app/./src/a.py", "/w/app/") == "src/a.py"
+    assert relative_path("/w/app/src", "/w/./app//") == "src"
+    assert resolve_path("/usr/../etc") == "/etc"
+    assert resolve_path("/../../etc/./shadow") == "/etc/shadow"  # never above `/`
+    assert absolute_path("shadow", "/etc") == "/etc/shadow"
+    assert absolute_path("../../etc/shadow", "/w/app") == "/etc/shadow"
+    assert absolute_path("//etc/shadow", None) == "/etc/shadow"
+    for none in (("a", None), ("a", "rel"), ("~/.ssh/id_rsa", "/w"), ("", "/w")):
+        assert absolute_path(*none) is None
+    # Linear: a long path of empty segments and dots is cleaned in one pass.
+    assert clean_path("/" + "./" * 100_000 + "etc") == "/etc"
+    assert resolve_path("/a" * 50_000 + "/.." * 60_000 + "/etc") == "/etc"
+
+
+PATHS = st.lists(st.sampled_from(["", ".", "..", "a", "b.c", "..."]), max_size=8).map("/".join)
+
+
+@given(PATHS)
+def test_path_cleaning_agrees_with_posixpath(path: str) -> None:
+    """Textually, as `posixpath.normpath` (which keeps a leading `//`, POSIX's choice; Linux
+    reads it as `/`): `resolve_path` for absolute paths, `clean_path` when no `..` is left to
+    keep."""
+    import posixpath
+
+    absolute = "/" + path
+    assert resolve_path(absolute) == posixpath.normpath("/" + absolute.lstrip("/"))
+    relative = path.lstrip("/") or "."
+    if ".." not in relative.split("/"):
+        assert clean_path(relative) == posixpath.normpath(relative)
+    assert clean_path(clean_path(absolute)) == clean_path(absolute)
+
+
+def test_the_absolute_path_sits_beside_the_relative_one() -> None:
+    """Relative to `/etc`, `/etc/shadow` is `shadow`: the absolute form keeps rules on absolute
+    locations true whatever the working directory."""
+    assert mapped("Read", {"file_path": "/etc/shadow"}, cwd="/etc")[2] == (
+        {"path": "shadow", "absolutePath": "/etc/shadow"},
+    )
+    assert mapped("Grep", {"pattern": "x", "path": "/usr/../etc"}, cwd="/w")[2] == (
+        {"pattern": "x", "path": "/usr/../etc", "absolutePath": "/etc"},
+    )
+    assert mapped("Glob", {"pattern": "*"}, cwd="/w")[2] == ({"pattern": "*"},)
+    with pytest.raises(MappingError, match="`absolutePath`, which the hook sets"):
+        CLAUDE.map_call("Read", {"file_path": "/w/a", "absolutePath": "/w/a"}, cwd="/w")
+    # Already absolute and clean: nothing to add.
+    assert mapped("Read", {"file_path": "//etc/./shadow"}, cwd="/w")[2] == (
+        {"path": "/etc/shadow"},
+    )
+    # Tools outside the table: their path-like arguments are cleaned, nothing is added.
+    assert mapped("mcp__fs__read_file", {"path": "//etc//shadow", "n": 1}, cwd="/w")[2] == (
+        {"path": "/etc/shadow", "n": 1},
+    )
+    assert mapped("LS", {"path": "/w/./x/../.."}, cwd="/w")[2] == ({"path": "/w/x/../.."},)
+    url = {"url": "https://x.dev//a/./b"}  # a URL is no path
+    assert mapped("mcp__web__fetch", url)[2] == (url,)
+
+
 def test_overrides_are_data_and_checked() -> None:
     custom = HostMapping.claude_code(
         {
@@ -136,7 +217,10 @@ def test_overrides_are_data_and_checked() -> None:
         {"notebook_path": "/w/n.ipynb", "new_source": "x", "cell_id": "c1"},
         cwd="/w",
     )
-    assert (call.tool, call.params) == ("write", ({"path": "n.ipynb", "content": "x"},))
+    assert (call.tool, call.params) == (
+        "write",
+        ({"path": "n.ipynb", "content": "x", "absolutePath": "/w/n.ipynb"},),
+    )
     assert custom.map_call("Bash", {"command": "ls"}).tool == "bash"
     names = [t["name"] for t in custom.catalog()]
     assert "notebookedit" not in names and "write" in names

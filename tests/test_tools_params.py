@@ -159,11 +159,99 @@ def test_argument_plans_are_plain_data_that_decide_alike_after_pickling() -> Non
         return value is None or isinstance(value, str | int | float)
 
     assert plain(plan.record)
-    # No schema: any object, no attributes; not an object: refused, as before.
+    # No schema: any object, its strings as attributes; not an object: refused, as before.
     free = argument_plan(ToolCatalog.from_tools([{"name": "x", "pluginId": "p"}]).registered[0])
-    assert free.convert({"anything": [1]}) == Record()
+    assert free.convert({"anything": [1], "path": "a"}) == Record({"path": "a"})
+    assert plain(free.declared)
     with pytest.raises(ToolArgumentError, match="must be a JSON object"):
         free.convert("text")
+
+
+LOOSE_SCHEMAS = [
+    None,
+    {"type": "object"},
+    {"type": "object", "additionalProperties": True},
+    {"type": "object", "properties": {"path": {}}},
+    {"type": "object", "properties": {"path": {"description": "a file"}}},
+    {"type": "object", "properties": {"path": {"type": ["string", "array"]}}},
+    {"type": "object", "properties": {"path": {"anyOf": [{"type": "string"}, {"type": "array"}]}}},
+    {"type": "object", "properties": {"path": {"type": "string"}}},
+    {"type": "object", "properties": {"query": {"type": "string"}}},
+]
+
+
+def loose_tool(parameters: Any) -> Any:
+    entry: dict[str, Any] = {"name": "srv__read", "pluginId": "bundle-mcp"}
+    if parameters is not None:
+        entry["parameters"] = parameters
+    return ToolCatalog.from_tools([entry]).registered[0]
+
+
+@pytest.mark.parametrize("parameters", LOOSE_SCHEMAS)
+def test_string_arguments_of_loose_schemas_are_attributes(parameters: Any) -> None:
+    """Whatever a tool's schema leaves open, its string arguments reach the rules: a rule on
+    `path` sees the path of an MCP tool without schema, or with `path` typed loosely."""
+    t = loose_tool(parameters)
+    args = call_arguments(t, {"path": "/home/u/.ssh/id_rsa", "depth": 2, "tags": ["x"]})
+    assert args["path"] == "/home/u/.ssh/id_rsa"
+    assert "depth" not in args and "tags" not in args  # not strings: no Cedar type to give them
+    if parameters is not LOOSE_SCHEMAS[-2]:  # (typed `string`: an array is refused)
+        # Other types are not attributes (a rule on `path` does not apply), never errors.
+        assert "path" not in call_arguments(t, {"path": ["a", "b"]})
+
+
+def test_declared_types_are_kept_and_closed_schemas_expose_nothing_else() -> None:
+    typed = loose_tool({"type": "object", "properties": {"path": {"type": "string"}}})
+    with pytest.raises(ToolArgumentError, match="expected a string, got an array"):
+        call_arguments(typed, {"path": ["a"]})
+    closed = loose_tool(
+        {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False}
+    )
+    with pytest.raises(ToolArgumentError, match="`path` of tool `srv__read` is not a parameter"):
+        call_arguments(closed, {"q": "x", "path": "/etc/shadow"})
+    # Typed tools with an open schema show their other string arguments too.
+    assert call_arguments(tool("exec"), {"command": "ls", "path": "/etc"}) == Record(
+        {"command": "ls", "path": "/etc"}
+    )
+    assert call_arguments(tool("deploy"), {"target": "prod", "free": "text"}) == Record(
+        {"target": "prod"}  # `free` is an object: a string there is not its value
+    )
+
+
+def test_integers_beyond_64_bits_are_errors_where_rules_can_see_them() -> None:
+    """The README's claim (*Hostile input*): a typed integer that does not fit is an error; a
+    number no rule can see is not converted, so it is none."""
+    with pytest.raises(ToolArgumentError, match="does not fit in 64 bits"):
+        call_arguments(tool("exec"), {"command": "ls", "timeout": 2**64})
+    assert call_arguments(tool("exec"), {"command": "ls", "foo": 2**64}) == Record(
+        {"command": "ls"}
+    )
+    assert "path" not in call_arguments(loose_tool({"properties": {"path": {}}}), {"path": 2**70})
+
+
+def test_rules_on_loose_tools_validate_and_apply() -> None:
+    """The schema declares the path-like names as optional strings of every open tool: a rule
+    written as the README shows validates, and a rule that forgets `has` does not."""
+    catalog = ToolCatalog.from_tools(
+        [{"name": "srv__read", "pluginId": "bundle-mcp"}, {"name": "exec"}]
+    )
+    rule = (
+        'forbid (principal, action == Action::"srv__read", resource) '
+        'when { resource has path && resource.path like "/secret/*" };'
+    )
+    assert validate_rules(rule, catalog).passed
+    unguarded = validate_rules(rule.replace("resource has path && ", ""), catalog)
+    assert [e.code for e in unguarded.errors] == ["unsafe-optional-attribute"]
+    # Other names are not declared (give the tool's schema to declare them): the validator
+    # warns that the rule never applies.
+    other = validate_rules(rule.replace("path", "query"), catalog)
+    assert [w.code for w in other.warnings] == ["impossible-policy"]
+    policy = ToolPolicy({"tools": {"alsoAllow": ["srv__read"]}}, catalog)
+    rules = policy.load_rules(rule)
+    assert not policy.authorize_call({}, "srv__read", {"path": "/secret/k"}, rules=rules).allowed
+    assert policy.authorize_call({}, "srv__read", {"path": "/public/k"}, rules=rules).allowed
+    text = cedar_schema(catalog).to_cedarschema()
+    assert "path?: String" in text and "file_path?: String" in text
 
 
 def test_a_union_of_arrays_of_objects_is_checked_not_crashed() -> None:

@@ -43,7 +43,7 @@ from ..hooks import Guard, Outcome
 from ..hooks.sqlite_store import SQLiteSessionStore
 from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
-from .mapping import HostMapping, MappedCall, MappingError
+from .mapping import HostMapping, MappedCall, MappingError, absolute_path, clean_path
 
 if TYPE_CHECKING:
     from ..policyset import PolicySet
@@ -58,6 +58,17 @@ MAX_DEADLINE = 3600.0
 #: Larger hook input is refused (a ``Write`` of a whole file is in it).
 MAX_INPUT = 32 * 1024 * 1024
 
+#: Claude Code's tools that write the file one argument names (tool → argument).
+WRITE_TOOLS: Mapping[str, str] = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+
+#: Longer strings are no path the hook protects (the system's ``PATH_MAX``).
+_PATH_MAX = 4096
+
 #: The events the hook answers.
 PRE, POST, POST_FAILURE = "PreToolUse", "PostToolUse", "PostToolUseFailure"
 
@@ -66,7 +77,7 @@ CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
 _MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_SNAPSHOT_FORMAT = 2
+_SNAPSHOT_FORMAT = 3  # 3: argument plans expose undeclared string arguments
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
@@ -569,6 +580,10 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
         raise HookError(err.message) from None
     context = config.run_context(event)
     directory = state_dir(options.state_dir)
+    if name == PRE:
+        refused = protected_write(options, event, directory)
+        if refused is not None:
+            return _pre_json("deny", f"cedarlite: blocked: {refused}")
     try:
         guard = load_guard(config, call, context, directory)
     except (HookError, CacheError):
@@ -597,6 +612,101 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
     finally:
         guard.close()
         store.close()
+
+
+def protected_write(options: HookOptions, event: Mapping[str, Any], directory: str) -> str | None:
+    """Why the call may not run because it would change what guards the agent (``None``: it
+    would not): a write (:data:`WRITE_TOOLS`; an MCP tool, whatever it does, with any string
+    argument naming the file) to the hook's configuration, rules or decision log, into its
+    state directory or cedarlite's cache (which hold built guards, pickles), or to a Claude
+    Code settings file (``.claude/settings*.json``: where hooks are registered). Paths are
+    compared cleaned, absolute (relative ones in the call's ``cwd``) and case-folded, and for
+    the built-in write tools with symbolic links resolved."""
+    tool, tool_input = event.get("tool_name"), event.get("tool_input")
+    if not isinstance(tool_input, Mapping) or not isinstance(tool, str):
+        return None
+    follow = tool in WRITE_TOOLS
+    if follow:
+        value = tool_input.get(WRITE_TOOLS[tool])
+        targets = [value] if isinstance(value, str) else []
+    elif tool.startswith("mcp__"):
+        targets = [v for v in tool_input.values() if isinstance(v, str) and len(v) <= _PATH_MAX]
+    else:
+        return None
+    if not targets:
+        return None
+    files, dirs = _protected(options, directory)
+    cwd = event.get("cwd")
+    if not follow and not _inside(cwd, dirs):
+        # A protected path names its file or directory (symbolic links aside, which only
+        # the built-in write tools follow): skip the arguments that cannot, cheaply.
+        names = {"settings", *(k.rpartition("/")[2] for k in (*files, *dirs))}
+        targets = [t for t in targets if any(n in t.casefold() for n in names)]
+    for target in targets:
+        what = _protected_by(target, cwd, files, dirs, follow)
+        if what is not None:
+            shown = target if len(target) <= 200 else target[:200] + "..."
+            return (
+                f"`{shown}` is {what}: the agent may not change what guards it; "
+                "a person must edit it"
+            )
+    return None
+
+
+def _protected(options: HookOptions, directory: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The hook's own files and directories (case-folded absolute path → what it is), each
+    both as named and with symbolic links resolved."""
+    files: dict[str, str] = {}
+    dirs: dict[str, str] = {}
+    named = [(options.config, "the hook's configuration (`--config`)")]
+    named += [(_shipped(r), "a rules file of the hook (`--rules`)") for r in options.rules]
+    if options.decision_log is not None:
+        named.append((options.decision_log, "the hook's decision log"))
+    places = [(directory, "in the hook's state directory")]
+    with contextlib.suppress(CedarliteError, OSError, ValueError):
+        places.append((_cache_dir.cache_root(), "in cedarlite's cache directory"))
+    for table, entries in ((files, named), (dirs, places)):
+        for path, what in entries:
+            with contextlib.suppress(OSError, ValueError):
+                for form in (os.path.abspath(path), os.path.realpath(path)):
+                    table.setdefault(clean_path(form).casefold(), what)
+    return files, dirs
+
+
+def _inside(cwd: Any, dirs: Mapping[str, str]) -> bool:
+    """Whether the working directory ``cwd`` is in one of the protected directories."""
+    if not isinstance(cwd, str):
+        return False
+    key = clean_path(cwd).casefold()
+    return any(key == d or key.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+def _protected_by(
+    target: str, cwd: Any, files: Mapping[str, str], dirs: Mapping[str, str], follow: bool
+) -> str | None:
+    """What protected file ``target`` is, if any (see :func:`protected_write`)."""
+    if target.startswith("~"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            target = os.path.expanduser(target)
+    path = absolute_path(target, cwd) or clean_path(target)
+    if len(path) > _PATH_MAX or "\x00" in path:
+        return None  # no file has this name
+    forms = [path]
+    if follow and path.startswith("/"):
+        with contextlib.suppress(OSError, ValueError):
+            forms.append(os.path.realpath(path))
+    for form in forms:
+        key = form.casefold()
+        if key in files:
+            return files[key]
+        for directory, what in dirs.items():
+            if key == directory or key.startswith(directory.rstrip("/") + "/"):
+                return what
+        parent, _, name = key.rpartition("/")
+        in_claude = parent.rpartition("/")[2] == ".claude"
+        if in_claude and name.startswith("settings") and name.endswith(".json"):
+            return "a Claude Code settings file"
+    return None
 
 
 def _calls(event: Mapping[str, Any], count: int) -> list[dict[str, Any]]:

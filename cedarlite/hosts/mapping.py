@@ -7,14 +7,19 @@ A host (Claude Code, and the hosts that copy its hook JSON) calls its own tools 
 
 * a built-in tool with an entry in :data:`CLAUDE_CODE_TOOLS` becomes its ``tool``, its
   arguments renamed by ``arguments`` (``file_path`` → ``path``; a rename to ``null`` drops the
-  argument; arguments not listed pass unchanged), its ``paths`` made relative to the call's
-  working directory when they lie inside it (OpenClaw paths are workspace-relative), and, with
-  ``each``, one call per element of that array argument (``MultiEdit``: one ``edit`` per edit);
+  argument; arguments not listed pass unchanged), its ``paths`` normalised (:func:`clean_path`)
+  and made relative to the call's working directory when they lie inside it (OpenClaw paths
+  are workspace-relative), each with its absolute form beside it when that differs
+  (``absolutePath``: :func:`absolute_path`, so that rules on absolute locations are not beaten
+  by the working directory or by ``..``), and, with ``each``, one call per element of that
+  array argument (``MultiEdit``: one ``edit`` per edit);
 * ``mcp__<server>__<tool>`` becomes the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``),
-  named as spec §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`), arguments
-  unchanged;
-* any other tool becomes its lower-cased name (``TodoWrite`` → ``todowrite``), arguments
-  unchanged. No profile lists these: a configuration allows them by name (``alsoAllow``).
+  named as spec §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
+* any other tool becomes its lower-cased name (``TodoWrite`` → ``todowrite``). No profile lists
+  these: a configuration allows them by name (``alsoAllow``).
+
+The arguments of the last two pass unchanged but for the path-like ones
+(:data:`CLEANED_ARGUMENTS`), normalised by :func:`clean_path`.
 
 The table is data: a configuration overrides entries by host tool name (``null`` removes one)
 with :meth:`HostMapping.claude_code`. :meth:`HostMapping.catalog` is the tool list of a run of
@@ -28,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import CedarliteError
+from ..tools.arguments import PATH_ARGUMENTS
 from ..tools.catalog import BUNDLE_MCP, mcp_tools
 
 #: The built-in tools of Claude Code with an OpenClaw counterpart (agent-hosts spec §4; the
@@ -223,10 +229,11 @@ class HostMapping:
         if entry is not None:
             params = [_rename(entry, p, cwd) for p in _split(entry, tool_input)]
             return MappedCall(tool_name, entry.tool, None, tuple(params))
+        params = _clean_paths(tool_input)
         mcp = mcp_name(tool_name, mcp_server)
         if mcp is not None:
-            return MappedCall(tool_name, mcp, BUNDLE_MCP, (tool_input,))
-        return MappedCall(tool_name, tool_name.strip().lower(), None, (tool_input,))
+            return MappedCall(tool_name, mcp, BUNDLE_MCP, (params,))
+        return MappedCall(tool_name, tool_name.strip().lower(), None, (params,))
 
 
 def mcp_name(tool_name: str, server: Any = None) -> str | None:
@@ -299,20 +306,93 @@ def _rename(entry: ToolMapping, params: Any, cwd: Any) -> Any:
         value = out.get(name)
         if isinstance(value, str):
             out[name] = relative_path(value, cwd)
+            absolute = absolute_path(value, cwd)
+            if absolute is not None and absolute != out[name]:
+                key = absolute_name(name)
+                if key in sources:
+                    raise MappingError(
+                        f"{entry.host}: argument `{sources[key]}` is `{key}`, which the hook "
+                        f"sets (the absolute form of `{name}`)"
+                    )
+                out[key] = absolute
     return out
 
 
+#: The arguments of tools outside the table that :func:`clean_path` cleans (not ``url``: a
+#: URL's ``//`` is no path's).
+CLEANED_ARGUMENTS = tuple(n for n in PATH_ARGUMENTS if n != "url")
+
+
+def _clean_paths(params: Any) -> Any:
+    """The arguments of a tool outside the table, their path-like ones cleaned."""
+    if not isinstance(params, Mapping):
+        return params
+    found = [n for n in CLEANED_ARGUMENTS if isinstance(params.get(n), str)]
+    if not found:
+        return params
+    out = dict(params)
+    for name in found:
+        out[name] = clean_path(out[name])
+    return out
+
+
+def absolute_name(name: str) -> str:
+    """The argument holding the absolute form of the path argument ``name`` (``path`` →
+    ``absolutePath``, ``notebook_path`` → ``absoluteNotebook_path``)."""
+    return "absolute" + name[:1].upper() + name[1:]
+
+
+def clean_path(path: str) -> str:
+    """``path`` without empty and ``.`` segments (``//etc/./shadow`` is ``/etc/shadow``,
+    ``./a//b/`` is ``a/b``, ``.`` stays ``.``); ``..`` segments stay, for the rules that refuse
+    them. Textual, linear in the length of ``path``."""
+    if "/" not in path:
+        return path
+    absolute = path.startswith("/")
+    parts = [p for p in path.split("/") if p and p != "."]
+    text = "/".join(parts)
+    if absolute:
+        return "/" + text
+    return text or "."
+
+
+def resolve_path(path: str) -> str:
+    """An absolute ``path`` cleaned and with ``..`` resolved textually (``/usr/../etc`` is
+    ``/etc``; never above ``/``). Symbolic links are not followed: the file system may
+    resolve ``link/..`` elsewhere, which is why :func:`relative_path` keeps ``..``."""
+    parts: list[str] = []
+    for p in path.split("/"):
+        if p == "..":
+            if parts:
+                parts.pop()
+        elif p and p != ".":
+            parts.append(p)
+    return "/" + "/".join(parts)
+
+
+def absolute_path(path: str, cwd: Any) -> str | None:
+    """The absolute form of ``path`` (resolved against the directory ``cwd`` when relative):
+    cleaned, ``..`` resolved (:func:`resolve_path`); ``None`` when it has none (a relative
+    path without an absolute ``cwd``, a ``~`` path, an empty one)."""
+    if path.startswith("/"):
+        return resolve_path(path)
+    if not path or path.startswith("~") or not isinstance(cwd, str) or not cwd.startswith("/"):
+        return None
+    return resolve_path(cwd + "/" + path)
+
+
 def relative_path(path: str, cwd: Any) -> str:
-    """``path`` relative to the directory ``cwd`` when it lies inside it (``/w/app/src/a.py``
-    in ``/w/app`` is ``src/a.py``, ``/w/app`` itself is ``.``); otherwise unchanged, and
-    always when ``cwd`` is ``/`` (the whole file system is no workspace). Purely textual:
-    ``..`` segments stay, for the rules that refuse them."""
+    """``path`` cleaned (:func:`clean_path`) and relative to the directory ``cwd`` when it
+    lies inside it (``/w/app/src/a.py`` in ``/w/app`` is ``src/a.py``, ``/w/app`` itself is
+    ``.``); otherwise as cleaned, and always when ``cwd`` is ``/`` (the whole file system is no
+    workspace). Purely textual: ``..`` segments stay, for the rules that refuse them."""
+    path = clean_path(path)
     if not isinstance(cwd, str) or not cwd.startswith("/") or not path.startswith("/"):
         return path
-    base = cwd.rstrip("/")
+    base = resolve_path(cwd).rstrip("/")
     if not base:
         return path
-    if path == base or path == base + "/":
+    if path == base:
         return "."
     if path.startswith(base + "/"):
         return path[len(base) + 1 :]

@@ -10,12 +10,16 @@ per tool call) checks arguments without it.
 
 The plan of one value is a *check* ``(kind, enum, sub)``: ``kind`` is one of the constants
 below (``UNTYPED``: a value with no Cedar type, checked against ``enum`` only and left out of
-the record), ``enum`` the schema's ``enum`` as a tuple (``None``: any value), ``sub`` the
-element's check of a ``SET`` and the record check of a ``RECORD`` (``None`` otherwise). A
-*record check* is ``(properties, required, names)``: every property of the schema as
-``(name, check)`` in schema order, the names of required properties, and, when other
-arguments are refused (``additionalProperties: false``), the frozenset of the properties'
-names (``None`` otherwise).
+the record; ``TEXT``: a value whose schema gives no Cedar type but allows a string, in the
+record as a ``String`` when it is one, left out otherwise), ``enum`` the schema's ``enum`` as a
+tuple (``None``: any value), ``sub`` the element's check of a ``SET`` and the record check of a
+``RECORD`` (``None`` otherwise). A *record check* is ``(properties, required, names)``: every
+property of the schema as ``(name, check)`` in schema order, the names of required properties,
+and, when other arguments are refused (``additionalProperties: false``), the frozenset of the
+properties' names (``None`` otherwise). Arguments the top-level schema does not declare, when
+it allows them (no ``additionalProperties: false``, or no schema at all), are in the record as
+``String`` attributes when they are strings: a rule on ``resource.path`` sees the path of a
+tool whose schema says nothing of it (:attr:`ArgumentPlan.declared`).
 
 Time is linear in the arguments checked (each value is visited once, compared with at most
 the ``enum`` of its schema); recursion follows the schema, never deeper than it.
@@ -33,8 +37,16 @@ from ..ext.decimal import Decimal
 from ..values import I64_MAX, I64_MIN, CedarSet, Record
 from .catalog import ToolsError
 
+#: Argument names that hold paths or locations in common tools, those the shipped ``paths``
+#: rules guard (``absolutePath`` is the hook's absolute form of ``path``): declared optional
+#: ``String`` attributes of plugin and MCP tools whose schema allows arguments it does not
+#: declare (:func:`cedarlite.tools.params.input_type`).
+PATH_ARGUMENTS: tuple[str, ...] = (
+    "path", "absolutePath", "file_path", "filePath", "file", "directory", "cwd", "workdir", "url",
+)  # fmt: skip
+
 # The kinds of a check.
-UNTYPED, STRING, BOOL, LONG, DECIMAL, SET, RECORD = range(7)
+UNTYPED, STRING, BOOL, LONG, DECIMAL, SET, RECORD, TEXT = range(8)
 
 Check = tuple[int, "tuple[Any, ...] | None", Any]
 RecordCheck = tuple[tuple[tuple[str, Check], ...], tuple[str, ...], "frozenset[str] | None"]
@@ -55,11 +67,14 @@ class ToolArgumentError(ToolsError):
 
 class ArgumentPlan(NamedTuple):
     """The compiled parameter schema of one tool: ``tool`` its name (for messages),
-    ``record`` the record check of its schema (``None``: a tool without parameter schema,
-    whose arguments are not attributes)."""
+    ``record`` the record check of its schema (``None``: a tool without parameter schema),
+    ``declared`` the names of its top-level parameters when it allows other arguments, whose
+    string values are then ``String`` attributes too (``None``: the schema refuses them).
+    """
 
     tool: str
     record: RecordCheck | None
+    declared: frozenset[str] | None
 
     def convert(self, params: Any) -> Record:
         """The typed record of a call's arguments (``None``: no arguments); raises
@@ -69,9 +84,16 @@ class ArgumentPlan(NamedTuple):
         if not isinstance(params, Mapping):
             raise ToolArgumentError(f"arguments of tool `{self.tool}` must be a JSON object")
         check_json_limits(params, f"arguments of tool `{self.tool}`", ToolArgumentError)
-        if self.record is None:
-            return Record()
-        return _record(params, self.record, "", self.tool)
+        record = Record() if self.record is None else _record(params, self.record, "", self.tool)
+        declared = self.declared
+        if declared is None:
+            return record
+        other = {
+            k: v
+            for k, v in params.items()
+            if v.__class__ is str and k.__class__ is str and k not in declared
+        }
+        return Record({**record, **other}) if other else record
 
 
 def _where(path: str, tool: str) -> str:
@@ -95,13 +117,13 @@ def _record(value: Mapping[str, Any], check: RecordCheck, path: str, tool: str) 
             continue
         sub = f"{path}.{name}" if path else name
         converted = _value(value[name], prop, sub, tool)
-        if prop[0] != UNTYPED:
+        if converted is not None:
             out[name] = converted
     return Record(out)
 
 
 def _value(value: Any, check: Check, path: str, tool: str) -> Any:
-    """Check ``value`` and return its Cedar value (``None`` for an untyped one)."""
+    """Check ``value`` and return its Cedar value (``None``: none, the value is untyped)."""
     kind, allowed, sub = check
     converted = _typed(value, kind, sub, path, tool)
     if allowed is not None and not any(_json_eq(value, a) for a in allowed):
@@ -115,6 +137,8 @@ def _value(value: Any, check: Check, path: str, tool: str) -> Any:
 def _typed(value: Any, kind: int, sub: Any, path: str, tool: str) -> Any:
     if kind == UNTYPED:
         return None
+    if kind == TEXT:
+        return value if value.__class__ is str else None
     if kind == STRING:
         if not isinstance(value, str):
             raise _wrong(path, tool, "a string", value)

@@ -10,8 +10,17 @@ which policies on arguments can be validated (an attribute a tool does not have 
 
 JSON schema → Cedar: ``string`` → ``String``, ``integer`` → ``Long``, ``number`` → ``decimal``,
 ``boolean`` → ``Bool``, ``array`` → ``Set<T>``, ``object`` with ``properties`` → a record;
-``required`` properties are required attributes. Parameters whose schema has no Cedar type
-(free-form objects, mixed unions, ``null``) are not attributes.
+``required`` properties are required attributes. A parameter whose schema has no Cedar type
+but allows a string (``{}``, ``{"type": ["string", "array"]}``, a union with a string
+variant) is an optional ``String`` attribute, present when the call gives a string; others
+(free-form objects, ``null``) are not attributes.
+
+A schema that allows arguments it does not declare (no ``additionalProperties: false``; no
+schema at all, as for MCP tools known only by name) hides nothing from rules: the call's other
+top-level string arguments are ``String`` attributes too. The Cedar type of a plugin or MCP
+tool with such a schema declares the path-like names of the shipped rules
+(:data:`PATH_ARGUMENTS`) as optional strings, so that ``resource has path && resource.path
+like "..."`` validates for it (:func:`input_type`).
 
 The second half is the normalization of spec §12, plain Python on JSON schemas:
 :func:`normalize_tool_parameters` (top-level shapes, flattening ``anyOf``/``oneOf``),
@@ -45,6 +54,7 @@ from ..schema.types import (
 )
 from ..values import EntityUID, Record
 from . import arguments
+from .arguments import PATH_ARGUMENTS as PATH_ARGUMENTS  # re-exported
 from .arguments import ArgumentPlan, Check, RecordCheck
 from .arguments import ToolArgumentError as ToolArgumentError  # re-exported
 from .catalog import (
@@ -203,14 +213,49 @@ def _record(schema: Mapping[str, Any]) -> RecordType | None:
         t = cedar_type(sub)
         if t is not None:
             attrs[name] = Attribute(t, required=name in required)
+        elif _may_be_string(sub):
+            attrs[name] = Attribute(STRING, required=False)
     return RecordType(attrs)
 
 
-def input_type(schema: Mapping[str, Any] | None) -> RecordType:
-    """The record type of a tool's arguments (empty when it has no typed parameters)."""
-    if schema is None:
-        return RecordType()
-    return _record(schema) or RecordType()
+def _may_be_string(schema: Any) -> bool:
+    """Whether a schema without Cedar type allows a string (``{}``, ``true``, a list of types
+    with ``string``, an enum with a string, a union with such a variant)."""
+    if not isinstance(schema, Mapping):
+        return schema is not False
+    t = schema.get("type")
+    if isinstance(t, str):
+        return t == "string"
+    if isinstance(t, list):
+        return "string" in t
+    values = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if isinstance(values, list):
+        return any(isinstance(v, str) for v in values)
+    for key in ("anyOf", "oneOf"):
+        variants = schema.get(key)
+        if isinstance(variants, list):
+            return any(_may_be_string(v) for v in variants)
+    return "properties" not in schema
+
+
+def allows_other_arguments(schema: Any) -> bool:
+    """Whether a parameter schema allows arguments it does not declare (no schema does)."""
+    return not isinstance(schema, Mapping) or schema.get("additionalProperties") is not False
+
+
+def input_type(schema: Mapping[str, Any] | None, plugin: bool = False) -> RecordType:
+    """The record type of a tool's arguments: its parameters with a Cedar type and, when the
+    schema allows other arguments (whose string values are attributes too), optional strings
+    for the names rules commonly read: :data:`PATH_ARGUMENTS` for a ``plugin`` tool (MCP
+    servers and plugins, whose schemas often say little), ``absolutePath`` beside a ``path``
+    (the absolute form the Claude Code hook adds)."""
+    record = (_record(schema) if schema is not None else None) or RecordType()
+    if not allows_other_arguments(schema):
+        return record
+    attrs = dict(record.attributes)
+    for name in PATH_ARGUMENTS if plugin else ("absolutePath",) if "path" in attrs else ():
+        attrs.setdefault(name, Attribute(STRING, required=False))
+    return RecordType(attrs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +267,11 @@ def argument_plan(tool: ToolInfo) -> ArgumentPlan:
     """The tool's parameter schema compiled for checking arguments (see
     :mod:`cedarlite.tools.arguments`): plain data, no schema model needed to use it."""
     schema = parameters_of(tool)
-    return ArgumentPlan(str(tool.name), None if schema is None else _record_check(schema))
+    record = None if schema is None else _record_check(schema)
+    if not allows_other_arguments(schema):
+        return ArgumentPlan(str(tool.name), record, None)
+    declared = frozenset(name for name, _ in record[0]) if record is not None else frozenset()
+    return ArgumentPlan(str(tool.name), record, declared)
 
 
 def _record_check(schema: Any) -> RecordCheck:
@@ -246,7 +295,8 @@ def _check(schema: Any, t: CedarType | None) -> Check:
     allowed = schema.get("enum") if isinstance(schema, Mapping) else None
     enum = tuple(allowed) if isinstance(allowed, list) else None
     if t is None:
-        return (arguments.UNTYPED, enum, None)
+        kind = arguments.TEXT if _may_be_string(schema) else arguments.UNTYPED
+        return (kind, enum, None)
     if t is STRING:
         return (arguments.STRING, enum, None)
     if t is BOOL:
@@ -364,7 +414,7 @@ def cedar_schema(catalog: ToolCatalog) -> Schema:
     by_action: dict[EntityUID, list[ToolInfo]] = {}
     for t in catalog.registered:
         entity_types[types.of(t)] = EntityTypeDef(
-            types.of(t), frozenset({TOOL_TYPE}), input_type(parameters_of(t))
+            types.of(t), frozenset({TOOL_TYPE}), input_type(parameters_of(t), t.is_plugin)
         )
         by_action.setdefault(t.action, []).append(t)
     groups = [*CORE_GROUPS, GROUP_PLUGINS, GROUP_OWNER_ONLY]
@@ -378,7 +428,7 @@ def cedar_schema(catalog: ToolCatalog) -> Schema:
     for name in catalog.names:
         uid = action_uid(name)
         tools = by_action[uid]
-        inputs = {input_type(parameters_of(t)) for t in tools}
+        inputs = {input_type(parameters_of(t), t.is_plugin) for t in tools}
         context = dict(CONTEXT_ATTRIBUTES)
         ctx_attrs = {k: Attribute(v) for k, v in context.items()}
         if len(inputs) == 1:
