@@ -28,7 +28,7 @@ from typing import Any
 import cedarlite
 from cedarlite.authorizer import make_request
 from cedarlite.compiler import compiled
-from cedarlite.compiler.codegen import _make_factory
+from cedarlite.compiler.runtime import make_factory, make_leaf_factory
 
 try:
     import cedarpy
@@ -123,7 +123,8 @@ def cedarlite_runner(case: Case) -> Callable[[], str]:
     if case.load:
 
         def load() -> str:
-            _make_factory.cache_clear()  # cold: no condition code compiled by an earlier load
+            make_factory.cache_clear()  # cold: no code compiled by an earlier load
+            make_leaf_factory.cache_clear()
             try:
                 ps = cedarlite.PolicySet.from_str(case.text)
                 compiled(ps)
