@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .source import Span
@@ -22,6 +22,25 @@ _TOKEN = re.compile(
 )
 
 
+def _tokens(text: str) -> Iterator[tuple[str, str, int, int]]:
+    """The JSON tokens of ``text``: (kind, token, start, end); stops at the first character
+    that starts no token (the end, or text that is not JSON)."""
+    pos = 0
+    while (m := _TOKEN.match(text, pos)) is not None:
+        pos = m.end()
+        kind = m.lastgroup or ""
+        yield kind, m.group(kind), m.start(kind), pos
+
+
+def _key(kind: str, token: str) -> str | None:
+    """The name of an object key token (``None`` if it is not a JSON string)."""
+    try:
+        name = json.loads(token) if kind == "str" else None
+    except ValueError:
+        return None
+    return name if isinstance(name, str) else None
+
+
 def json_span(text: str, path: Sequence[str | int], *, key: bool = False) -> Span | None:
     """The span of the value at ``path`` in the JSON ``text`` (of its key when ``key``).
 
@@ -32,26 +51,15 @@ def json_span(text: str, path: Sequence[str | int], *, key: bool = False) -> Spa
     # One frame per open container: [is an object, its path, the current index, awaiting a key].
     frames: list[list[Any]] = []
     at: tuple[str | int, ...] = ()  # the path of the next value
-    pos = 0
-    while True:
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            return None
-        pos = m.end()
-        kind = m.lastgroup or ""
-        start = m.start(kind)
-        token = m.group(kind)
+    for kind, token, start, end in _tokens(text):
         frame = frames[-1] if frames else None
         if frame is not None and frame[0] and frame[3] and token != "}":  # a member's key
-            try:
-                name = json.loads(token) if kind == "str" else None
-            except ValueError:
-                name = None
-            if not isinstance(name, str):
+            name = _key(kind, token)
+            if name is None:
                 return None
             at, frame[3] = (*frame[1], name), False
             if key and at == target:
-                return Span.at(text, start, pos)
+                return Span.at(text, start, end)
         elif token == ":":
             continue
         elif token == ",":
@@ -76,6 +84,7 @@ def json_span(text: str, path: Sequence[str | int], *, key: bool = False) -> Spa
                 at = (*at, 0)
             elif frame is None:
                 return None  # a scalar document: nothing inside it
+    return None
 
 
 def duplicate_key_span(text: str) -> Span | None:
@@ -83,24 +92,14 @@ def duplicate_key_span(text: str) -> Span | None:
     the same object, or ``None`` (no duplicate, or not JSON). One pass, no recursion."""
     # One frame per open container: the keys seen so far (None for an array), awaiting a key.
     frames: list[list[Any]] = []
-    pos = 0
-    while True:
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            return None
-        pos = m.end()
-        kind = m.lastgroup or ""
-        token = m.group(kind)
+    for kind, token, start, end in _tokens(text):
         frame = frames[-1] if frames else None
         if frame is not None and frame[0] is not None and frame[1] and token != "}":
-            try:
-                name = json.loads(token) if kind == "str" else None
-            except ValueError:
-                name = None
-            if not isinstance(name, str):
+            name = _key(kind, token)
+            if name is None:
                 return None
             if name in frame[0]:
-                return Span.at(text, m.start(kind), pos)
+                return Span.at(text, start, end)
             frame[0].add(name)
             frame[1] = False
         elif token == ",":
@@ -119,6 +118,7 @@ def duplicate_key_span(text: str) -> Span | None:
             frames.append([None, False])
         elif frame is None and token != ":":
             return None  # a scalar document
+    return None
 
 
 # Identifiers joined by `::` (disjoint from identifier characters), possessive: linear.
