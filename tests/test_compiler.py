@@ -467,3 +467,29 @@ def test_string_tests_on_one_shared_read_match_the_reference(command):
         req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": context}
         ref = cedarlite.is_authorized(req, ps, ents, engine="reference")
         assert cedarlite.is_authorized(req, ps, ents) == ref
+
+
+def test_unconstrained_paths_of_the_tree_end_in_a_flat_group_also_after_pickling():
+    """A node with nothing but `any` below it knows its leaf group (Node.flat), so that a
+    decision stops there; the flat groups are rebuilt when a compiled set is unpickled."""
+    ps = cedarlite.PolicySet.from_str(
+        "permit (principal, action, resource) when { context.n == 1 };"
+        'forbid (principal, action == Action::"x", resource);'
+        'permit (principal == User::"a", action == Action::"y", resource);'
+    )
+    for index in (compiled(ps), pickle.loads(pickle.dumps(compiled(ps)))):
+        root = index.root
+        assert root.flat is None  # `==` children beside `any`
+        assert root.any.flat is not None and root.any.flat is root.any.any.any
+        assert root.eq[cedarlite.EntityUID("Action", "x")].flat is not None
+        assert root.eq[cedarlite.EntityUID("Action", "y")].flat is None  # principal ==
+        for ctx in ({"n": 1}, {}):
+            for act in ("x", "y", "z"):
+                req = {
+                    "principal": _UID,
+                    "action": {"type": "Action", "id": act},
+                    "resource": _RES,
+                    "context": ctx,
+                }
+                ref = cedarlite.is_authorized(req, ps, engine="reference")
+                assert index.decide(req, cedarlite.Entities()) == ref

@@ -25,7 +25,7 @@ from ..entities import Entities, plain_record
 from ..request import Request, make_request, type_name_ok
 from ..response import Decision, PolicyError, Response
 from ..values import EMPTY_RECORD, EntityUID, Record
-from .index import LEAF_SIZE, Leaf, Node, build_tree, iter_bits, walk_leaves
+from .index import LEAF_SIZE, Leaf, Node, build_tree, iter_bits, link_flat, walk_leaves
 from .runtime import build_leaf
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ class CompiledPolicySet:
         self.ids: tuple[str, ...] = state["ids"]
         self.root: Node = state["root"]
         self.leaves: list[Leaf] = state["leaves"]
+        link_flat(self.root)
         code: dict[str, CodeType] = {}
         if state.get("python") == sys.version:  # marshal's format is the interpreter's own
             code = marshal.loads(state["code"])
@@ -300,11 +301,16 @@ class CompiledPolicySet:
     ) -> Response:
         # Down the tree (Node.match inlined for each node: a decision's cost is mostly how
         # much code and memory it touches; Node.match is the reference, and the rare cases
-        # go through it), then the leaves, then deny-overrides (by outcome, remembered).
+        # go through it), then the leaves, then deny-overrides (by outcome, remembered). A
+        # node with a `flat` group (nothing but `any` below it) ends its path at once.
         level: list[Any] = [self.root]
+        reached: list[Any] = []  # leaf groups reached through `flat`
         for uid, ancestors in ((a, a_ancestors), (p, p_ancestors), (r, r_ancestors)):
             below: list[Any] = []
             for node in level:
+                if (flat := node.flat) is not None:
+                    reached.append(flat)
+                    continue
                 if node.is_in is not None or len(ancestors) > 8:
                     node.match(uid, ancestors, below)
                     continue
@@ -324,11 +330,15 @@ class CompiledPolicySet:
                 if d is not None and (hit := d.get(uid.type)) is not None:
                     below.append(hit)
             if not below:
-                return _DENY
+                break
             level = below
+        else:
+            reached += level
+        if not reached:
+            return _DENY
         errors: list[tuple[int, str]] = []
         outcome: list[Any] = []
-        for group in level:
+        for group in reached:
             for leaf in group:
                 fn = leaf.fn
                 outcome.append(leaf)
