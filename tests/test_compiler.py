@@ -391,6 +391,20 @@ _RES = {"type": "R", "id": "r"}
         {"resource": {"type": "Doc", "id": "unknown"}},
         {"action": {"type": "Action", "id": "y"}},
         {"extra": "ignored"},
+        {"principal": {"type": "User", "id": ["a"]}},
+        {"principal": {"type": ["User"], "id": "a"}},
+        {"principal": {"id": "a", "other": "User"}},
+        {"principal": {"type": "User", "__entity": {"type": "User", "id": "a"}}},
+        {"principal": {"__entity": {"type": "User", "id": "a"}, "id": "b"}},
+        {"resource": {"type": "Not A Type", "id": "r"}},
+        {"resource": {"type": "R", "id": 7}},
+        {"resource": 'R::"r"'},
+        {"action": {"type": "Action", "id": None}},
+        {"principal": __import__("types").MappingProxyType({"type": "User", "id": "a"})},
+        {"context": {"tags": ["a"] * 1000}},
+        {"context": {"meta": {f"k{i}": i for i in range(1000)}}},
+        {"context": {f"k{i}": i for i in range(1000)}},
+        {"context": {"tags": [f"t{i}" for i in range(999)], "n": 3}},
     ],
 )
 def test_request_dicts_decide_like_the_reference(changes):
@@ -417,6 +431,40 @@ def test_request_dicts_decide_like_the_reference(changes):
             index.decide(req, ents)
     else:
         assert index.decide(req, ents) == expected
+
+
+def test_request_dicts_with_str_subclass_fields_decide_like_the_reference():
+    """A uid whose fields are str subclasses (Python callers) equals the stored uid: the
+    dict reader, which finds it in the store without testing its fields, agrees."""
+
+    class Name(str):
+        pass
+
+    ps = cedarlite.PolicySet.from_str(
+        'permit (principal in Group::"g", action, resource) when { principal == User::"a" };'
+    )
+    ents = cedarlite.Entities.from_json(
+        [{"uid": _UID, "attrs": {}, "parents": [{"type": "Group", "id": "g"}]}]
+    )
+    for uid in ({"type": Name("User"), "id": Name("a")}, {"type": "User", "id": Name("a")}):
+        req = {"principal": uid, "action": _ACT, "resource": _RES}
+        assert _compiled_or_error(req, ps, ents) == _reference_or_error(req, ps, ents)
+        assert cedarlite.is_authorized(req, ps, ents).allowed
+
+
+def test_request_dicts_against_a_store_of_malformed_uids_decide_like_the_reference():
+    """A store built in Python may hold a uid with an invalid type name: a request naming it
+    is read by make_request (which refuses it), not found and decided."""
+    from cedarlite.entities import Entity
+    from cedarlite.values import EntityUID
+
+    bad = EntityUID("Not A Type", "a")
+    ents = cedarlite.Entities([Entity(bad), Entity(cedarlite.EntityUID("User", "a"))])
+    assert not ents.valid_types
+    ps = cedarlite.PolicySet.from_str("permit (principal, action, resource);")
+    for principal in ({"type": "Not A Type", "id": "a"}, _UID):
+        req = {"principal": principal, "action": _ACT, "resource": _RES}
+        assert _compiled_or_error(req, ps, ents) == _reference_or_error(req, ps, ents)
 
 
 def test_large_groups_of_one_scope_split_into_leaves():
@@ -493,3 +541,22 @@ def test_unconstrained_paths_of_the_tree_end_in_a_flat_group_also_after_pickling
                 }
                 ref = cedarlite.is_authorized(req, ps, engine="reference")
                 assert index.decide(req, cedarlite.Entities()) == ref
+
+
+def test_request_uids_not_in_the_store_are_remembered_within_bounds():
+    """uid_of remembers the uids it makes (a hook's resource is read once per process), at
+    most 4,096 and only short ones, and refuses what is not a uid."""
+    from cedarlite.request import SEEN_UIDS, uid_of
+
+    uid = uid_of("Session", "s-remembered")
+    assert (
+        uid == cedarlite.EntityUID("Session", "s-remembered") and type(uid) is cedarlite.EntityUID
+    )
+    assert SEEN_UIDS[("Session", "s-remembered")] is uid
+    assert uid_of("Session", "x" * 300) is not None
+    assert ("Session", "x" * 300) not in SEEN_UIDS
+    assert uid_of("Not A Type", "a") is None
+    assert uid_of("Session", 3) is None
+    for i in range(5000):
+        uid_of("Session", f"many-{i}")
+    assert len(SEEN_UIDS) <= 4096
