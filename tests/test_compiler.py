@@ -560,3 +560,34 @@ def test_request_uids_not_in_the_store_are_remembered_within_bounds():
     for i in range(5000):
         uid_of("Session", f"many-{i}")
     assert len(SEEN_UIDS) <= 4096
+
+
+def test_a_leaf_that_runs_out_of_stack_reports_the_policy_and_goes_on():
+    """The generated `except RecursionError` names a global of the leaf's namespace (which
+    has no builtins): a policy that runs out of stack is reported, never a NameError."""
+    from cedarlite.compiler.runtime import DEEP_MESSAGE, build_leaf
+
+    def deep() -> bool:
+        raise RecursionError
+
+    source = leaf_source_of(["K[0]()", "True"])
+    leaf = build_leaf((source, (deep,)), (7, 8))
+    errors: list[tuple[int, str]] = []
+    assert leaf(None, None, None, None, None, errors) == 2
+    assert errors == [(7, DEEP_MESSAGE)]
+
+
+def leaf_source_of(conditions: list[str]) -> str:
+    """A leaf body in the code generator's layout, one policy per condition source."""
+    lines = ["  _s = 0"]
+    for j, condition in enumerate(conditions):
+        lines += [
+            "  try:",
+            f"   if {condition}:",
+            f"    _s |= {1 << j}",
+            "  except EvaluationError as _e:",
+            f"   errs.append((G[{j}], _e.message))",
+            "  except RecursionError:",
+            f"   errs.append((G[{j}], _DEEP))",
+        ]
+    return "\n".join([*lines, "  return _s"]) + "\n"
