@@ -81,8 +81,9 @@ def uid_of(type_name: Any, id_: Any) -> EntityUID | None:
     """The uid of a request's ``{"type": type_name, "id": id_}``, or ``None`` when that is
     not one (not two strings, or not a valid type name: :func:`read_uid` says what is wrong).
 
-    Remembered for the uids requests use (``SEEN_UIDS.get((type_name, id_))`` answers for one seen
-    before, without building an ``EntityUID``: a cold decision pays for every C path it runs).
+    Remembered for the uids requests use: ``SEEN_UIDS.get((type_name, id_))`` answers for one
+    seen before without building an ``EntityUID`` (a cold decision pays for every C path it
+    runs, and ``tuple.__new__`` parses its arguments).
     """
     if type_name.__class__ is not str or id_.__class__ is not str or not type_name_ok(type_name):
         return None
@@ -143,10 +144,10 @@ def read_uid(value: Any, field: str) -> EntityUID:
     cls = value.__class__
     if cls is EntityUID:
         return value
-    if cls is dict and len(value) == 2:  # the common `{"type", "id"}`, checked inline
-        type_name, id_ = value.get("type"), value.get("id")
-        if type_name.__class__ is str and id_.__class__ is str and type_name_ok(type_name):
-            return EntityUID(type_name, id_)
+    if cls is dict and len(value) == 2:  # the common `{"type", "id"}`
+        uid = uid_of(value.get("type"), value.get("id"))
+        if uid is not None:
+            return uid
     if isinstance(value, str):
         try:
             return parse_entity_uid(value)

@@ -209,8 +209,8 @@ class CompiledPolicySet:
 
     def _authorize_plain(self, request: dict[str, Any], entities: Entities) -> Response | None:
         """The answer to a request dict of the usual shape, or ``None`` (another shape)."""
-        # A cold decision's cost is mostly how many bytecodes and how much memory it touches,
-        # so the usual shape is read with subscripts into locals and as few tests as prove it.
+        # A cold decision's cost is mostly how much code and memory it touches, so the usual
+        # shape is read with subscripts into locals, with as few tests as prove it.
         # A uid found in the store needs no test of its fields: a plain tuple equals (and
         # hashes as) the EntityUID of the same fields, and with `valid_types` stored uids
         # have str fields (no other value equals a str) and valid type names.
