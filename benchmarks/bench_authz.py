@@ -50,6 +50,7 @@ from typing import Any
 
 import cedarlite
 from cedarlite.compiler import compiled
+from cedarlite.entities import plain_record
 from cedarlite.request import make_request
 
 try:
@@ -570,9 +571,9 @@ def rbac_scale(n_requests: int) -> dict[int, dict[str, float]]:
 
 def profile(n_requests: int) -> None:
     """Stages of a decision timed on their own, each right after a cedarpy call on the same
-    request (reading the request dict, finding the request's entities, walking the scope index,
-    then whole decisions, which also run the leaf functions and make the response), for the
-    agent hook and 10,000 RBAC policies."""
+    request (reading the request dict, converting its context, finding the request's entities,
+    walking the scope index, then whole decisions, which also run the leaf functions and make
+    the response), for the agent hook and 10,000 RBAC policies."""
     if cedarpy is None:
         print("\n--profile needs cedarpy (its calls are what makes each stage cold)")
         return
@@ -591,23 +592,19 @@ def profile_one(title: str, text: str, entities: list[Any], requests: list[Any])
     cps = cedarpy.PolicySet.from_str(text)
     cents = cedarpy.Entities.from_json_str(json.dumps(entities))
     find = ents.lookup
+    fresh = [json.loads(json.dumps(r)) for r in requests]  # strings never hashed, as in a hook
     stages: dict[str, Timed] = {
         "(timer and call, no work)": (lambda r: None, requests),
-        "read the request dict (make_request)": (make_request, requests),
+        "read the request dict (make_request)": (make_request, fresh),
+        "the context alone (plain_record)": (lambda r: plain_record(r["context"]), fresh),
         "the three entities from the store": (
             lambda r: (find(r.principal), find(r.action), find(r.resource)),
             prebuilt,
         ),
         "scope index, node by node (groups)": (lambda r: index.groups(r, ents), prebuilt),
         "whole decision, prebuilt Request": (lambda r: index.authorize(r, ents), prebuilt),
-        "whole decision, request dict": (
-            lambda r: cedarlite.is_authorized(r, ps, ents),
-            requests,
-        ),
+        "whole decision, request dict": (lambda r: cedarlite.is_authorized(r, ps, ents), fresh),
     }
-    fresh = [json.loads(json.dumps(r)) for r in requests]  # strings never hashed, as in a hook
-    stages["read the request dict (make_request)"] = (make_request, fresh)
-    stages["whole decision, request dict"] = (stages["whole decision, request dict"][0], fresh)
     mixed = interleaved((lambda r: cedarpy.is_authorized(r, cps, cents), requests), stages)
     tight = {name: timings(fn, items) for name, (fn, items) in stages.items()}
     print(f"\nwhere a decision's time goes: {title} ({len(requests)} requests)")

@@ -105,10 +105,13 @@ class Entities(Mapping[EntityUID, Entity]):
         self._base = base
         self._by_uid = by_uid
         self.lookup: Callable[[EntityUID], Entity | None] = by_uid.get if base is None else self.get
-        # Whether every entity's type name is valid (always, for stores read from JSON): a
-        # request naming a stored entity then needs no check of its type name.
-        self.valid_types: bool = all(map(is_valid_type_name, {u.type for u in by_uid})) and (
-            base is None or base.valid_types
+        # Whether every stored uid is well formed, str fields and a valid type name (always,
+        # for stores read from JSON): a request naming a stored entity then needs no check of
+        # the uid's fields (the compiled engine's reading of request dicts).
+        self.valid_types: bool = (
+            all(u.type.__class__ is str and u.id.__class__ is str for u in by_uid)
+            and all(map(is_valid_type_name, {u.type for u in by_uid}))
+            and (base is None or base.valid_types)
         )
         # A process-unique number (never reused, unlike id()): keys the decision caches.
         self.serial = next(_SERIALS)
@@ -417,17 +420,27 @@ def value_from_json(obj: Any, where: str, limits: _Limits | None = None, depth: 
 _ESCAPES = frozenset({"__entity", "__extn", "__expr"})
 
 
+PLAIN_SIZE = 999
+"""Entries a context (and each object or array in it) may have for :func:`plain_record` to
+read it: then it holds fewer than :data:`~cedarlite.values.MAX_VALUE_SIZE` elements in all
+(999 + 999 x 999), with no count kept."""
+
+
 def plain_record(obj: dict[str, Any]) -> Record | None:
     """What :func:`value_from_json` makes of a JSON object, quickly, when it has the plain
     shape of most request contexts: strings, booleans, 64-bit integers, arrays of strings, and
-    objects of those (one level); ``None`` when it has any other shape (read it with
-    :func:`value_from_json`, which also reports what is wrong)."""
-    size = len(obj)
-    if size > MAX_VALUE_SIZE or (size == 1 and not _ESCAPES.isdisjoint(obj)):
-        return None  # too large, or maybe an escape (`{"__entity": ...}`), not a record
-    record = Record(obj)
+    objects of those (one level), at most :data:`PLAIN_SIZE` entries each; ``None`` when it
+    has any other shape (read it with :func:`value_from_json`, which also reports what is
+    wrong)."""
+    # Written for a cold decision, where most of the time goes to code and data brought back
+    # into the caches: `type(v)` rather than `v.__class__` (one code path whatever the type;
+    # an attribute read is specialized for one type, and a context mixes them), no count of
+    # elements (PLAIN_SIZE), and one Record made, at the end.
+    if len(obj) > PLAIN_SIZE or (len(obj) == 1 and not _ESCAPES.isdisjoint(obj)):
+        return None  # large, or maybe an escape (`{"__entity": ...}`), not a record
+    converted: dict[str, Any] | None = None
     for key, value in obj.items():
-        cls = value.__class__
+        cls = type(value)
         if cls is str or cls is bool:
             continue
         if cls is int:
@@ -435,22 +448,22 @@ def plain_record(obj: dict[str, Any]) -> Record | None:
                 continue
             return None
         if cls is dict:
-            if len(value) == 1 and not _ESCAPES.isdisjoint(value):
+            if len(value) > PLAIN_SIZE or (len(value) == 1 and not _ESCAPES.isdisjoint(value)):
                 return None
             for inner in value.values():
-                c = inner.__class__
+                c = type(inner)
                 if not (c is str or c is bool or (c is int and I64_MIN <= inner <= I64_MAX)):
                     return None
-            converted: Any = Record(value)
-        elif cls is list and _STRINGS.issuperset(map(type, value)):
-            converted = CedarSet.of_keys(frozenset(value))
+            if converted is None:
+                converted = obj.copy()
+            converted[key] = Record(value)
+        elif cls is list and len(value) <= PLAIN_SIZE and _STRINGS.issuperset(map(type, value)):
+            if converted is None:
+                converted = obj.copy()
+            converted[key] = CedarSet.of_keys(frozenset(value))
         else:
             return None
-        size += len(value)
-        if size > MAX_VALUE_SIZE:
-            return None
-        dict.__setitem__(record, key, converted)  # (not yet seen by anyone: still immutable)
-    return record
+    return Record(obj if converted is None else converted)
 
 
 class _Limits:

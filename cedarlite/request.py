@@ -73,6 +73,26 @@ def type_name_ok(name: str) -> bool:
     return ok
 
 
+SEEN_UIDS: dict[tuple[str, str], EntityUID] = {}
+"""Request uids read by :func:`uid_of` (at most 4,096, each of at most 256 characters)."""
+
+
+def uid_of(type_name: Any, id_: Any) -> EntityUID | None:
+    """The uid of a request's ``{"type": type_name, "id": id_}``, or ``None`` when that is
+    not one (not two strings, or not a valid type name: :func:`read_uid` says what is wrong).
+
+    Remembered for the uids requests use: ``SEEN_UIDS.get((type_name, id_))`` answers for one
+    seen before without building an ``EntityUID`` (a cold decision pays for every C path it
+    runs, and ``tuple.__new__`` parses its arguments).
+    """
+    if type_name.__class__ is not str or id_.__class__ is not str or not type_name_ok(type_name):
+        return None
+    uid = tuple.__new__(EntityUID, (type_name, id_))  # (without EntityUID's Python __new__)
+    if len(SEEN_UIDS) < 4096 and len(type_name) + len(id_) <= 256:
+        SEEN_UIDS[uid] = uid  # (a tuple key equals, and hashes as, the uid)
+    return uid
+
+
 def _clip(text: str, limit: int = 40) -> str:
     """``text`` shortened for a message (uids come from callers and can be huge)."""
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
@@ -124,10 +144,10 @@ def read_uid(value: Any, field: str) -> EntityUID:
     cls = value.__class__
     if cls is EntityUID:
         return value
-    if cls is dict and len(value) == 2:  # the common `{"type", "id"}`, checked inline
-        type_name, id_ = value.get("type"), value.get("id")
-        if type_name.__class__ is str and id_.__class__ is str and type_name_ok(type_name):
-            return EntityUID(type_name, id_)
+    if cls is dict and len(value) == 2:  # the common `{"type", "id"}`
+        uid = uid_of(value.get("type"), value.get("id"))
+        if uid is not None:
+            return uid
     if isinstance(value, str):
         try:
             return parse_entity_uid(value)

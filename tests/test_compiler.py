@@ -391,6 +391,20 @@ _RES = {"type": "R", "id": "r"}
         {"resource": {"type": "Doc", "id": "unknown"}},
         {"action": {"type": "Action", "id": "y"}},
         {"extra": "ignored"},
+        {"principal": {"type": "User", "id": ["a"]}},
+        {"principal": {"type": ["User"], "id": "a"}},
+        {"principal": {"id": "a", "other": "User"}},
+        {"principal": {"type": "User", "__entity": {"type": "User", "id": "a"}}},
+        {"principal": {"__entity": {"type": "User", "id": "a"}, "id": "b"}},
+        {"resource": {"type": "Not A Type", "id": "r"}},
+        {"resource": {"type": "R", "id": 7}},
+        {"resource": 'R::"r"'},
+        {"action": {"type": "Action", "id": None}},
+        {"principal": __import__("types").MappingProxyType({"type": "User", "id": "a"})},
+        {"context": {"tags": ["a"] * 1000}},
+        {"context": {"meta": {f"k{i}": i for i in range(1000)}}},
+        {"context": {f"k{i}": i for i in range(1000)}},
+        {"context": {"tags": [f"t{i}" for i in range(999)], "n": 3}},
     ],
 )
 def test_request_dicts_decide_like_the_reference(changes):
@@ -417,6 +431,40 @@ def test_request_dicts_decide_like_the_reference(changes):
             index.decide(req, ents)
     else:
         assert index.decide(req, ents) == expected
+
+
+def test_request_dicts_with_str_subclass_fields_decide_like_the_reference():
+    """A uid whose fields are str subclasses (Python callers) equals the stored uid: the
+    dict reader, which finds it in the store without testing its fields, agrees."""
+
+    class Name(str):
+        pass
+
+    ps = cedarlite.PolicySet.from_str(
+        'permit (principal in Group::"g", action, resource) when { principal == User::"a" };'
+    )
+    ents = cedarlite.Entities.from_json(
+        [{"uid": _UID, "attrs": {}, "parents": [{"type": "Group", "id": "g"}]}]
+    )
+    for uid in ({"type": Name("User"), "id": Name("a")}, {"type": "User", "id": Name("a")}):
+        req = {"principal": uid, "action": _ACT, "resource": _RES}
+        assert _compiled_or_error(req, ps, ents) == _reference_or_error(req, ps, ents)
+        assert cedarlite.is_authorized(req, ps, ents).allowed
+
+
+def test_request_dicts_against_a_store_of_malformed_uids_decide_like_the_reference():
+    """A store built in Python may hold a uid with an invalid type name: a request naming it
+    is read by make_request (which refuses it), not found and decided."""
+    from cedarlite.entities import Entity
+    from cedarlite.values import EntityUID
+
+    bad = EntityUID("Not A Type", "a")
+    ents = cedarlite.Entities([Entity(bad), Entity(cedarlite.EntityUID("User", "a"))])
+    assert not ents.valid_types
+    ps = cedarlite.PolicySet.from_str("permit (principal, action, resource);")
+    for principal in ({"type": "Not A Type", "id": "a"}, _UID):
+        req = {"principal": principal, "action": _ACT, "resource": _RES}
+        assert _compiled_or_error(req, ps, ents) == _reference_or_error(req, ps, ents)
 
 
 def test_large_groups_of_one_scope_split_into_leaves():
@@ -467,3 +515,79 @@ def test_string_tests_on_one_shared_read_match_the_reference(command):
         req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": context}
         ref = cedarlite.is_authorized(req, ps, ents, engine="reference")
         assert cedarlite.is_authorized(req, ps, ents) == ref
+
+
+def test_unconstrained_paths_of_the_tree_end_in_a_flat_group_also_after_pickling():
+    """A node with nothing but `any` below it knows its leaf group (Node.flat), so that a
+    decision stops there; the flat groups are rebuilt when a compiled set is unpickled."""
+    ps = cedarlite.PolicySet.from_str(
+        "permit (principal, action, resource) when { context.n == 1 };"
+        'forbid (principal, action == Action::"x", resource);'
+        'permit (principal == User::"a", action == Action::"y", resource);'
+    )
+    for index in (compiled(ps), pickle.loads(pickle.dumps(compiled(ps)))):
+        root = index.root
+        assert root.flat is None  # `==` children beside `any`
+        assert root.any.flat is not None and root.any.flat is root.any.any.any
+        assert root.eq[cedarlite.EntityUID("Action", "x")].flat is not None
+        assert root.eq[cedarlite.EntityUID("Action", "y")].flat is None  # principal ==
+        for ctx in ({"n": 1}, {}):
+            for act in ("x", "y", "z"):
+                req = {
+                    "principal": _UID,
+                    "action": {"type": "Action", "id": act},
+                    "resource": _RES,
+                    "context": ctx,
+                }
+                ref = cedarlite.is_authorized(req, ps, engine="reference")
+                assert index.decide(req, cedarlite.Entities()) == ref
+
+
+def test_request_uids_not_in_the_store_are_remembered_within_bounds():
+    """uid_of remembers the uids it makes (a hook's resource is read once per process), at
+    most 4,096 and only short ones, and refuses what is not a uid."""
+    from cedarlite.request import SEEN_UIDS, uid_of
+
+    uid = uid_of("Session", "s-remembered")
+    assert (
+        uid == cedarlite.EntityUID("Session", "s-remembered") and type(uid) is cedarlite.EntityUID
+    )
+    assert SEEN_UIDS[("Session", "s-remembered")] is uid
+    assert uid_of("Session", "x" * 300) is not None
+    assert ("Session", "x" * 300) not in SEEN_UIDS
+    assert uid_of("Not A Type", "a") is None
+    assert uid_of("Session", 3) is None
+    for i in range(5000):
+        uid_of("Session", f"many-{i}")
+    assert len(SEEN_UIDS) <= 4096
+
+
+def test_a_leaf_that_runs_out_of_stack_reports_the_policy_and_goes_on():
+    """The generated `except RecursionError` names a global of the leaf's namespace (which
+    has no builtins): a policy that runs out of stack is reported, never a NameError."""
+    from cedarlite.compiler.runtime import DEEP_MESSAGE, build_leaf
+
+    def deep() -> bool:
+        raise RecursionError
+
+    source = leaf_source_of(["K[0]()", "True"])
+    leaf = build_leaf((source, (deep,)), (7, 8))
+    errors: list[tuple[int, str]] = []
+    assert leaf(None, None, None, None, None, errors) == 2
+    assert errors == [(7, DEEP_MESSAGE)]
+
+
+def leaf_source_of(conditions: list[str]) -> str:
+    """A leaf body in the code generator's layout, one policy per condition source."""
+    lines = ["  _s = 0"]
+    for j, condition in enumerate(conditions):
+        lines += [
+            "  try:",
+            f"   if {condition}:",
+            f"    _s |= {1 << j}",
+            "  except EvaluationError as _e:",
+            f"   errs.append((G[{j}], _e.message))",
+            "  except RecursionError:",
+            f"   errs.append((G[{j}], _DEEP))",
+        ]
+    return "\n".join([*lines, "  return _s"]) + "\n"

@@ -22,10 +22,10 @@ from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 from ..entities import Entities, plain_record
-from ..request import Request, make_request, type_name_ok
+from ..request import SEEN_UIDS, Request, make_request, uid_of
 from ..response import Decision, PolicyError, Response
 from ..values import EMPTY_RECORD, EntityUID, Record
-from .index import LEAF_SIZE, Leaf, Node, build_tree, iter_bits, walk_leaves
+from .index import LEAF_SIZE, Leaf, Node, build_tree, iter_bits, link_flat, walk_leaves
 from .runtime import build_leaf
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 _NO_ANCESTORS: frozenset[Any] = frozenset()
 _DENY = Response(Decision.DENY)
-_new_tuple = tuple.__new__  # EntityUID(t, i) without its Python-level __new__
 
 DECISION_CACHE_SIZE = 4096
 """Entries of each compiled policy set's decision cache (LRU)."""
@@ -129,6 +128,7 @@ class CompiledPolicySet:
         self.ids: tuple[str, ...] = state["ids"]
         self.root: Node = state["root"]
         self.leaves: list[Leaf] = state["leaves"]
+        link_flat(self.root)
         code: dict[str, CodeType] = {}
         if state.get("python") == sys.version:  # marshal's format is the interpreter's own
             code = marshal.loads(state["code"])
@@ -209,68 +209,58 @@ class CompiledPolicySet:
 
     def _authorize_plain(self, request: dict[str, Any], entities: Entities) -> Response | None:
         """The answer to a request dict of the usual shape, or ``None`` (another shape)."""
-        # Written out for each of the three uids, into locals, with plain tests: a cold
-        # decision's cost is mostly how much code and memory it touches (measured: a loop over
-        # the fields, or `frozenset.issuperset(map(type, ...))`, cost more than these tests).
-        find = entities.lookup
-        checked = entities.valid_types  # a stored uid then has a valid type name
-        p = request.get("principal")
-        a = request.get("action")
-        r = request.get("resource")
-        if (
-            p.__class__ is not dict
-            or a.__class__ is not dict
-            or r.__class__ is not dict
-            or len(p) != 2
-            or len(a) != 2
-            or len(r) != 2
-        ):
+        # A cold decision's cost is mostly how much code and memory it touches, so the usual
+        # shape is read with subscripts into locals, with as few tests as prove it.
+        # A uid found in the store needs no test of its fields: a plain tuple equals (and
+        # hashes as) the EntityUID of the same fields, and with `valid_types` stored uids
+        # have str fields (no other value equals a str) and valid type names.
+        try:
+            p, a, r = request["principal"], request["action"], request["resource"]
+            if (
+                p.__class__ is not dict
+                or a.__class__ is not dict
+                or r.__class__ is not dict
+                or len(p) != 2
+                or len(a) != 2
+                or len(r) != 2
+            ):
+                return None  # another shape, or `{"type", "id", "__entity"}` (its own rules)
+            find = entities.lookup
+            pt, pi, at, ai, rt, ri = p["type"], p["id"], a["type"], a["id"], r["type"], r["id"]
+            ep, ea, er = find((pt, pi)), find((at, ai)), find((rt, ri))  # type: ignore[arg-type]
+        except (KeyError, TypeError):  # a field missing, or unhashable: make_request says which
             return None
-        pt, pi, at, ai, rt, ri = (
-            p.get("type"),
-            p.get("id"),
-            a.get("type"),
-            a.get("id"),
-            r.get("type"),
-            r.get("id"),
-        )
-        if (
-            pt.__class__ is not str
-            or pi.__class__ is not str
-            or at.__class__ is not str
-            or ai.__class__ is not str
-            or rt.__class__ is not str
-            or ri.__class__ is not str
-        ):
-            return None
-        # A plain tuple equals (and hashes as) the EntityUID of the same fields.
-        ep, ea, er = find((pt, pi)), find((at, ai)), find((rt, ri))  # type: ignore[arg-type]
-        if not (checked and ep is not None and ea is not None and er is not None) and not (
-            # a uid not in the store (or in one with invalid type names): check the types
-            type_name_ok(pt) and type_name_ok(at) and type_name_ok(rt)
-        ):
+        if not entities.valid_types:
+            return None  # (a store built in Python with malformed uids: make_request checks)
+        # A uid not in the store: one read before (the resource of most hook calls), else
+        # checked and made by uid_of (None: not a uid, make_request says why).
+        pu: EntityUID | None
+        au: EntityUID | None
+        ru: EntityUID | None
+        if ep is not None:
+            pu, pa = ep.uid, ep.ancestors
+        else:
+            pu, pa = SEEN_UIDS.get((pt, pi)) or uid_of(pt, pi), _NO_ANCESTORS
+        if ea is not None:
+            au, aa = ea.uid, ea.ancestors
+        else:
+            au, aa = SEEN_UIDS.get((at, ai)) or uid_of(at, ai), _NO_ANCESTORS
+        if er is not None:
+            ru, ra = er.uid, er.ancestors
+        else:
+            ru, ra = SEEN_UIDS.get((rt, ri)) or uid_of(rt, ri), _NO_ANCESTORS
+        if pu is None or au is None or ru is None:
             return None
         context: Any = request.get("context")
-        if not context:
-            if context is not None and context.__class__ is not dict:
-                return None  # `[]`, `""`, `0`...: make_request says what is wrong
-            context = EMPTY_RECORD
-        elif context.__class__ is dict:
-            context = plain_record(context)
+        if context.__class__ is dict:
+            context = plain_record(context) if context else EMPTY_RECORD
             if context is None:
                 return None
+        elif context is None:
+            context = EMPTY_RECORD
         else:
-            return None
-        return self._decide(
-            ep.uid if ep is not None else _new_tuple(EntityUID, (pt, pi)),
-            ep.ancestors if ep is not None else _NO_ANCESTORS,
-            ea.uid if ea is not None else _new_tuple(EntityUID, (at, ai)),
-            ea.ancestors if ea is not None else _NO_ANCESTORS,
-            er.uid if er is not None else _new_tuple(EntityUID, (rt, ri)),
-            er.ancestors if er is not None else _NO_ANCESTORS,
-            context,
-            entities,
-        )
+            return None  # a string of JSON, `[]`, `0`...: make_request reads or refuses it
+        return self._decide(pu, pa, au, aa, ru, ra, context, entities)
 
     def _authorize(self, request: Request, entities: Entities) -> Response:
         find = entities.lookup
@@ -300,11 +290,16 @@ class CompiledPolicySet:
     ) -> Response:
         # Down the tree (Node.match inlined for each node: a decision's cost is mostly how
         # much code and memory it touches; Node.match is the reference, and the rare cases
-        # go through it), then the leaves, then deny-overrides (by outcome, remembered).
+        # go through it), then the leaves, then deny-overrides (by outcome, remembered). A
+        # node with a `flat` group (nothing but `any` below it) ends its path at once.
         level: list[Any] = [self.root]
+        reached: list[Any] = []  # leaf groups reached through `flat`
         for uid, ancestors in ((a, a_ancestors), (p, p_ancestors), (r, r_ancestors)):
             below: list[Any] = []
             for node in level:
+                if (flat := node.flat) is not None:
+                    reached.append(flat)
+                    continue
                 if node.is_in is not None or len(ancestors) > 8:
                     node.match(uid, ancestors, below)
                     continue
@@ -324,11 +319,15 @@ class CompiledPolicySet:
                 if d is not None and (hit := d.get(uid.type)) is not None:
                     below.append(hit)
             if not below:
-                return _DENY
+                break
             level = below
+        else:
+            reached += level
+        if not reached:
+            return _DENY
         errors: list[tuple[int, str]] = []
         outcome: list[Any] = []
-        for group in level:
+        for group in reached:
             for leaf in group:
                 fn = leaf.fn
                 outcome.append(leaf)

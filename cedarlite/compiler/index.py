@@ -75,9 +75,15 @@ class Leaf:
 
 
 class Node:
-    """One level of the tree: children by constraint (``None`` where the node has none)."""
+    """One level of the tree: children by constraint (``None`` where the node has none).
 
-    __slots__ = ("any", "eq", "in_", "is_", "is_in")
+    ``flat`` is the leaf group that every request reaching this node reaches, when the node
+    and every node below it have no constraint but ``any`` (policies whose principal and
+    resource are unconstrained, as most agent tool policies are): set by :func:`link_flat`,
+    it lets a decision skip the levels below (``None`` otherwise; derived, not pickled).
+    """
+
+    __slots__ = ("any", "eq", "flat", "in_", "is_", "is_in")
 
     def __init__(self) -> None:
         self.any: Any = None
@@ -85,12 +91,14 @@ class Node:
         self.in_: dict[EntityUID, Any] | None = None
         self.is_: dict[str, Any] | None = None
         self.is_in: dict[str, dict[EntityUID, Any]] | None = None
+        self.flat: tuple[Leaf, ...] | None = None
 
     def __getstate__(self) -> tuple[Any, ...]:
         return self.any, self.eq, self.in_, self.is_, self.is_in
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         self.any, self.eq, self.in_, self.is_, self.is_in = state
+        self.flat = None
 
     def match(self, uid: EntityUID, ancestors: frozenset[EntityUID], out: list[Any]) -> None:
         """Append to ``out`` the children whose constraint ``uid`` (with ``ancestors``)
@@ -228,6 +236,21 @@ def walk_leaves(root: Node) -> list[Leaf]:
         for leaf in group:
             out.setdefault(id(leaf), leaf)
     return list(out.values())
+
+
+def link_flat(root: Node) -> None:
+    """Set :attr:`Node.flat` on every node of the tree whose subtree is a chain of ``any``."""
+    levels: list[list[Node]] = [[root]]
+    for _ in range(2):
+        levels.append([child for node in levels[-1] for child in _children(node)])
+    below_is_group = True
+    for level in reversed(levels):  # bottom-up: a node's child is done before the node
+        for node in level:
+            if node.any is not None and (
+                node.eq is None and node.in_ is None and node.is_ is None and node.is_in is None
+            ):
+                node.flat = node.any if below_is_group else node.any.flat
+        below_is_group = False
 
 
 def _children(node: Node) -> list[Any]:

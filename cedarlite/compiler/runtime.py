@@ -46,6 +46,7 @@ _GLOBALS: dict[str, Any] = {
     "any": any,
     "map": map,
     "EvaluationError": EvaluationError,
+    "RecursionError": RecursionError,  # (named by each policy's `except`: no builtins here)
     "_U": _UNREAD,
     "_DEEP": DEEP_MESSAGE,
     "int": int,
