@@ -30,22 +30,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench_startup import importtime_rows, run  # one way to time a process
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "claude-code"
 RULES = ("cedarlite:exec-commands", "cedarlite:paths", str(EXAMPLE / "rules.cedar"))
-# Bytecode caches on, as for an installed package (pip compiles on install): some shells set
-# PYTHONDONTWRITEBYTECODE, which would make every run compile every module again.
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 PROJECT = "/home/u/app"
 INPUTS: list[tuple[str, dict[str, Any]]] = [
@@ -142,21 +139,6 @@ def setup_cedarpy(work: Path) -> tuple[Path, Path]:
     return policies, data
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def run(argv: list[str], stdin: str) -> tuple[float, float, str]:
-    """Wall and CPU time (ms) and stdout of one process run."""
-    cpu0, t0 = _children_cpu(), time.perf_counter()
-    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False, env=ENV)
-    wall, cpu = (time.perf_counter() - t0) * 1000, (_children_cpu() - cpu0) * 1000
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[:4])} failed ({proc.returncode}):\n{proc.stderr}")
-    return wall, cpu, proc.stdout
-
-
 def decision(stdout: str) -> str:
     return str(json.loads(stdout)["hookSpecificOutput"]["permissionDecision"])
 
@@ -249,8 +231,6 @@ def bench(work: Path, rounds: int) -> None:
 def import_profile(argv: list[str], stdin: str, runs: int = 5, top: int = 12) -> None:
     """``python -X importtime`` of a warm hook process: each module's smallest self time over
     a few runs (the least disturbed by other work), their sum, and the largest."""
-    from bench_startup import importtime_rows
-
     best: dict[str, int] = {}
     for _ in range(runs):
         for self_us, _, name in importtime_rows(argv, stdin):
