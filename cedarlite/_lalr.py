@@ -98,14 +98,6 @@ class Tok(str):
         return str.__str__(self)
 
 
-def make_token(kind: str, value: str, start: int, line: int, column: int) -> Tok:
-    """A :class:`Tok` (also used by parsers to decode text that did not come from the lexer)."""
-    tok = str.__new__(Tok, value)
-    tok.type, tok.start_pos, tok.end_pos = kind, start, start + len(value)
-    tok.line, tok.column = line, column
-    return tok
-
-
 class LexError(Exception):
     """No terminal matches the text at ``pos`` (1-based ``line``/``column``).
 
@@ -275,7 +267,7 @@ class Automaton:
                         identifier not in table or self.accepts(stack, keyword)
                     ):
                         kind = keyword
-            tok = new_str(Tok, value)  # (make_token, inlined: one per token)
+            tok = new_str(Tok, value)  # one per token
             tok.type, tok.start_pos, tok.end_pos = kind, start, start + len(value)
             tok.line, tok.column = line, start - line_start + 1
             while True:

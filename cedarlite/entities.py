@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import CedarliteError, EntitiesError, EvaluationError
 from .ext import from_extn_json
 from .lexical import is_action_type, is_valid_type_name
+from .source import clip as _clip
 from .values import (
     EMPTY_RECORD,
     I64_MAX,
@@ -490,11 +491,6 @@ class _Limits:
                 f"{limits.root}: too large (more than {MAX_VALUE_SIZE:,} elements)"
             )
         return limits
-
-
-def _clip(key: str, limit: int = 40) -> str:
-    """A key of a path in a message, shortened (paths are built for every nested value)."""
-    return key if len(key) <= limit else f"{key[: limit - 3]}..."
 
 
 _STRINGS: frozenset[type] = frozenset({str})

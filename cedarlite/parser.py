@@ -41,6 +41,7 @@ from .errors import ParseError
 from .ext import FUNCTIONS as EXT_FUNCTIONS
 from .ext import METHODS as EXT_METHODS
 from .source import BadEscape, Span, decode_literal
+from .source import clip as _clip
 from .values import I64_MAX, EntityUID
 
 BUILTIN_METHODS: dict[str, int] = {
@@ -535,11 +536,6 @@ class _Builder(Transformer):
             "principal and resource scope",
             _tok_span(c[0]),
         )
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    """``text`` shortened for a message."""
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _check_depth(expr: Expr) -> None:

@@ -22,6 +22,7 @@ from .entities import (
 from .errors import CedarliteError, ParseError, RequestError
 from .lexical import is_valid_type_name
 from .source import BadEscape, Span, decode_literal
+from .source import clip as _clip
 from .values import EMPTY_RECORD, EntityUID, Record
 
 
@@ -58,21 +59,6 @@ _UID_RE = re.compile(
 )
 
 
-_TYPE_NAMES: dict[str, bool] = {}
-"""Entity type names seen in requests: whether each is valid (at most 4,096 kept)."""
-
-
-def type_name_ok(name: str) -> bool:
-    """:func:`~cedarlite.lexical.is_valid_type_name`, remembered for the names requests use
-    (``_TYPE_NAMES.get(name)`` answers for a name seen before, without a call)."""
-    ok = _TYPE_NAMES.get(name)
-    if ok is None:
-        ok = is_valid_type_name(name)
-        if len(_TYPE_NAMES) < 4096:
-            _TYPE_NAMES[name] = ok
-    return ok
-
-
 SEEN_UIDS: dict[tuple[str, str], EntityUID] = {}
 """Request uids read by :func:`uid_of` (at most 4,096, each of at most 256 characters)."""
 
@@ -85,17 +71,16 @@ def uid_of(type_name: Any, id_: Any) -> EntityUID | None:
     seen before without building an ``EntityUID`` (a cold decision pays for every C path it
     runs, and ``tuple.__new__`` parses its arguments).
     """
-    if type_name.__class__ is not str or id_.__class__ is not str or not type_name_ok(type_name):
+    if (
+        type_name.__class__ is not str
+        or id_.__class__ is not str
+        or not is_valid_type_name(type_name)
+    ):
         return None
     uid = tuple.__new__(EntityUID, (type_name, id_))  # (without EntityUID's Python __new__)
     if len(SEEN_UIDS) < 4096 and len(type_name) + len(id_) <= 256:
         SEEN_UIDS[uid] = uid  # (a tuple key equals, and hashes as, the uid)
     return uid
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    """``text`` shortened for a message (uids come from callers and can be huge)."""
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def parse_entity_uid(text: str, source: str | None = None) -> EntityUID:

@@ -86,6 +86,12 @@ SNIPPET_WIDTH = 120
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "0": "\0", "'": "'", '"': '"'}
 
 
+def clip(text: str, limit: int = 40) -> str:
+    """``text`` shortened to ``limit`` characters for a message (names, keys and literals come
+    from callers and can be huge)."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
 class BadEscape(ValueError):
     """An invalid escape at ``raw[start:end]`` of a string literal's body."""
 
