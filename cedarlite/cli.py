@@ -1335,12 +1335,16 @@ def cmd_hook_claude_code(args: argparse.Namespace) -> int:
     )
     if args.print_settings:
         return claude_code.print_settings(options, sys.stdout, sys.stderr)
-    return claude_code.run(options)
+    return claude_code.run_blocking(options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (never raises on bad input)."""
     words = sys.argv[1:] if argv is None else list(argv)
+    # A hook's command line is run by the host, where exit 1 lets the tool call through: its
+    # errors exit 2 (`hook` may follow `--error-format FORMAT`).
+    hook = "hook" in words[:3]
+    failure = EXIT_DENY if hook else EXIT_FAILURE
     if words[:1] == ["hook"]:
         parser, sub = _top_parser()
         _hook_parser(sub)
@@ -1357,16 +1361,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except _UsageError as err:
         print(err, file=sys.stderr)
-        # A hook's command line is run by the host, where exit 1 lets the tool call through.
-        return EXIT_DENY if words[:1] == ["hook"] else EXIT_FAILURE
+        return failure
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else EXIT_FAILURE
     except _Failure as err:
         _report_error(args, str(err), None, err.code)
-        return EXIT_FAILURE
+        return failure
     except CedarliteError as err:
         _report_error(args, err.render(), err)
-        return EXIT_FAILURE
+        return failure
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_FAILURE

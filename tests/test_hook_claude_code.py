@@ -708,6 +708,18 @@ def test_usage_errors_block(project: Project) -> None:
             timeout=60,
         )
         assert proc.returncode == 2 and b"HOST" in proc.stderr + proc.stdout, proc.stderr
+    # Through the full parser too: a global option first, an abbreviated option.
+    for words in (["--error-format", "json", "hook", "claude-code"], ["hook", "claude-code",
+                  "--conf", str(project.root / "missing.json")]):  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "cedarlite", *words],
+            input=project.event("Bash", {"command": "ls"}).encode(),
+            capture_output=True,
+            env=ENV,
+            timeout=60,
+        )
+        assert proc.returncode in (0, 2), proc.stderr
+        assert proc.returncode == 2 or b'"deny"' in proc.stdout, proc.stdout
 
 
 def test_print_settings_is_the_shipped_snippet(project: Project) -> None:

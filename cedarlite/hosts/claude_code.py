@@ -509,6 +509,17 @@ def run(options: HookOptions, stdin: Any = None, stdout: TextIO | None = None,
         timer.cancel()
 
 
+def run_blocking(options: HookOptions) -> int:
+    """:func:`run` on the process's streams; anything that escapes it (it answers every event:
+    what escapes is ours) blocks with exit 2, stderr saying why. Never returns 1."""
+    try:
+        return run(options)
+    except BaseException as err:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"cedarlite: blocked: internal error: {type(err).__name__}: {err}\n")
+        return 2
+
+
 def run_process(options: HookOptions) -> NoReturn:
     """The hook process: :func:`run` on the process's stdin, stdout and stderr, then the
     process ends with its exit code.
@@ -521,12 +532,7 @@ def run_process(options: HookOptions) -> NoReturn:
     why.
     """
     gc.disable()  # (``python -m cedarlite hook`` turned it off before importing this module)
-    try:
-        code = run(options)
-    except BaseException as err:  # run answers every event: what escapes it is ours, and blocks
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.write(f"cedarlite: blocked: internal error: {type(err).__name__}: {err}\n")
-        code = 2
+    code = run_blocking(options)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the host closed the pipe
             stream.flush()
