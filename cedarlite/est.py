@@ -662,20 +662,22 @@ def _pattern(obj: Any, path: Path) -> tuple[PatternElem, ...]:
     if not isinstance(obj, list):
         _fail(path, f"expected an array of pattern elements, got {_kind(obj)}")
     out: list[PatternElem] = []
+    run: list[str] = []  # the literal text since the last wildcard (joined once: linear)
     for i, el in enumerate(obj):
         if el == "Wildcard":
+            if run:
+                out.append("".join(run))
+                run.clear()
             out.append(WILDCARD)
         elif isinstance(el, dict) and set(el) == {"Literal"} and isinstance(el["Literal"], str):
-            if not el["Literal"]:
-                continue
-            if out and isinstance(out[-1], str):
-                out[-1] += el["Literal"]
-            else:
-                out.append(el["Literal"])
+            if el["Literal"]:
+                run.append(el["Literal"])
         else:
             _fail(
                 (*path, i), f'expected `"Wildcard"` or `{{"Literal": "..."}}`, got {_describe(el)}'
             )
+    if run:
+        out.append("".join(run))
     return tuple(out)
 
 

@@ -82,7 +82,8 @@ def _make_leaves(policies: Sequence[Policy]) -> Any:
         if len(conditional) <= LEAF_SIZE:
             return (leaf(positions),)
         # Cut after every LEAF_SIZE-th conditional policy (unconditional ones go along).
-        cuts = [positions.index(i) + 1 for i in conditional[LEAF_SIZE - 1 :: LEAF_SIZE]]
+        at = {i: k for k, i in enumerate(positions)}
+        cuts = [at[i] + 1 for i in conditional[LEAF_SIZE - 1 :: LEAF_SIZE]]
         bounds = [0, *cuts[: len(conditional) // LEAF_SIZE - (len(conditional) % LEAF_SIZE == 0)]]
         return tuple(
             leaf(positions[start:end])
