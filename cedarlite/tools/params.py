@@ -274,8 +274,12 @@ def argument_plan(tool: ToolInfo) -> ArgumentPlan:
     return ArgumentPlan(str(tool.name), record, declared)
 
 
-def _record_check(schema: Any) -> RecordCheck:
-    """The record check of an object schema (its properties, each with its Cedar type)."""
+def _record_check(schema: Any, t: RecordType | None = None) -> RecordCheck:
+    """The record check of an object schema (its properties, each with its Cedar type).
+
+    ``t``, the schema's type when already known, gives the properties' types without walking
+    their schemas again (each level once: nested objects would otherwise cost the square of
+    their depth)."""
     if not isinstance(schema, Mapping):
         return ((), (), None)
     props = schema.get("properties")
@@ -283,8 +287,18 @@ def _record_check(schema: Any) -> RecordCheck:
     required = schema.get("required")
     required = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
     closed = schema.get("additionalProperties") is False
+    known = t.attributes if t is not None else None
+
+    def type_of(name: str, sub: Any) -> CedarType | None:
+        attr = known.get(name) if known is not None else None
+        if known is not None and attr is None:
+            return None  # (`_record` leaves out exactly the properties without a type)
+        if attr is not None and attr.type is not STRING:
+            return attr.type  # cedar_type(sub) itself; a STRING may stand for an untyped one
+        return cedar_type(sub)
+
     return (
-        tuple((name, _check(sub, cedar_type(sub))) for name, sub in props.items()),
+        tuple((name, _check(sub, type_of(name, sub))) for name, sub in props.items()),
         tuple(required),
         frozenset(props) if closed else None,
     )
@@ -309,7 +323,7 @@ def _check(schema: Any, t: CedarType | None) -> Check:
         items = schema.get("items") if isinstance(schema, Mapping) else None
         return (arguments.SET, enum, _check(items, t.element))
     if isinstance(t, RecordType):
-        return (arguments.RECORD, enum, _record_check(schema))
+        return (arguments.RECORD, enum, _record_check(schema, t))
     raise AssertionError(t)  # pragma: no cover
 
 
