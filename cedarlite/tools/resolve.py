@@ -36,6 +36,7 @@ from ..response import Decision, Response
 from ..schema.model import Schema
 from ..schema.validator import ValidationIssue, ValidationResult, Validator
 from ..values import I64_MAX, I64_MIN, EntityUID, Record
+from .arguments import ArgumentPlan
 from .catalog import (
     CORE_GROUPS,
     CORE_TOOL_IDS,
@@ -69,7 +70,7 @@ from .lint import (
     raise_errors,
 )
 from .names import js_trim, js_truthy, norm, norm_agent_id, trim_lower
-from .params import ToolArgumentError, call_arguments, call_entity, cedar_schema
+from .params import ToolArgumentError, argument_plan, call_entity, cedar_schema
 
 #: The engine every tool decision uses: cedarlite's compiled decision index (the reference
 #: interpreter, ``"reference"``, gives the same answers).
@@ -548,7 +549,10 @@ class ToolPolicy:
         self.check_context(context)
         run = RunContext.of(context, self.config)
         info = self._called(tool, run)
-        arguments = call_arguments(info, params)
+        plan = self._argument_plans.get(info.key)
+        if plan is None:  # built once per tool: plain data, reused by every call
+            plan = self._argument_plans[info.key] = argument_plan(info)
+        arguments = plan.convert(params)
         entity = call_entity(self.catalog, info, arguments, call_id)
         entities = self.entities.overlay([entity])
         record = Record({**run.record(), "input": arguments})
@@ -577,6 +581,11 @@ class ToolPolicy:
     def schema(self) -> Schema:
         """The Cedar schema of this catalog's calls (:func:`~cedarlite.tools.cedar_schema`)."""
         return cedar_schema(self.catalog)
+
+    @cached_property
+    def _argument_plans(self) -> dict[str, ArgumentPlan]:
+        """Each called tool's argument plan (:func:`~cedarlite.tools.params.argument_plan`)."""
+        return {}
 
     @cached_property
     def _validator(self) -> Validator:
