@@ -683,8 +683,15 @@ def _inside(cwd: Any, dirs: Mapping[str, str]) -> bool:
     """Whether the working directory ``cwd`` is in one of the protected directories."""
     if not isinstance(cwd, str):
         return False
-    key = clean_path(cwd).casefold()
-    return any(key == d or key.startswith(d.rstrip("/") + "/") for d in dirs)
+    return _under(clean_path(cwd).casefold(), dirs) is not None
+
+
+def _under(key: str, dirs: Mapping[str, str]) -> str | None:
+    """What protected directory the case-folded path ``key`` is (in), if any."""
+    for directory, what in dirs.items():
+        if key == directory or key.startswith(directory.rstrip("/") + "/"):
+            return what
+    return None
 
 
 def _protected_by(
@@ -705,9 +712,9 @@ def _protected_by(
         key = form.casefold()
         if key in files:
             return files[key]
-        for directory, what in dirs.items():
-            if key == directory or key.startswith(directory.rstrip("/") + "/"):
-                return what
+        what = _under(key, dirs)
+        if what is not None:
+            return what
         parent, _, name = key.rpartition("/")
         in_claude = parent.rpartition("/")[2] == ".claude"
         if in_claude and name.startswith("settings") and name.endswith(".json"):
