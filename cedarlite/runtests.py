@@ -213,12 +213,7 @@ def load_tests(
     file it names) with the file and position of the problem.
     """
     source = os.fspath(path)
-    try:
-        with open(source, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise TestError(f"cannot read test file: {err}", source=source) from None
-    doc = load_json(text, source, TestError)
+    doc = _read_json(source, "test")
     if isinstance(doc, list):
         if policies is None:
             raise TestError(
