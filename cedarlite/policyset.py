@@ -422,8 +422,6 @@ def _read_policy_file(name: str) -> str:
 def _policy_files(directory: str) -> list[tuple[str, str]]:
     """The ``*.cedar`` files under ``directory`` as ``(path relative to it with "/", path)``,
     sorted; hidden directories and symbolic links to directories are not entered."""
-    if not os.path.isdir(directory):
-        raise PolicySetError(f"`{directory}` is not a directory", source=directory)
     found: list[tuple[str, str]] = []
     for here, dirs, files in os.walk(directory, onerror=_walk_error):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
