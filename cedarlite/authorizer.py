@@ -108,15 +108,6 @@ def is_authorized_batch(
 
     ``cache`` and ``engine`` as in :func:`is_authorized`.
     """
-    _check_engine(engine)
+    _check_engine(engine)  # (raised for an empty batch too)
     ps, ents = coerce_inputs(policies, entities, schema)
-    if engine == "reference":
-        from .evaluator import evaluate_policies
-
-        reqs = [make_request(r, schema=schema) for r in requests]
-        return [evaluate_policies(ps.active, r, ents) for r in reqs]
-    index = compiled(ps)
-    if schema is None:
-        return [index.decide(r, ents, cache=cache) for r in requests]
-    reqs = [make_request(r, schema=schema) for r in requests]
-    return [index.authorize(r, ents, cache=cache) for r in reqs]
+    return [is_authorized(r, ps, ents, schema=schema, cache=cache, engine=engine) for r in requests]
