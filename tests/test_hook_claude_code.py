@@ -443,7 +443,10 @@ def test_the_agent_cannot_rewrite_what_guards_it(project: Project, tmp_path: Pat
             "settings",
         ),
     ]
-    options = HookOptions(str(project.config), project.rules, str(project.state), deadline=600)
+    log = project.root / "decisions.jsonl"
+    options = HookOptions(
+        str(project.config), project.rules, str(project.state), str(log), deadline=600
+    )
     for tool, tool_input, what in cases:
         out = io.StringIO()
         event = project.event(tool, tool_input)
@@ -451,6 +454,16 @@ def test_the_agent_cannot_rewrite_what_guards_it(project: Project, tmp_path: Pat
         answer = Answer(0, out.getvalue(), "")
         assert (tool, answer.decision) == (tool, "deny"), (tool_input, answer.reason)
         assert what in answer.reason and "a person must edit it" in answer.reason, answer.reason
+    # Each refusal is in the decision log, and a replay does not compare it with a policy.
+    from cedarlite.impact.logline import read_line
+    from cedarlite.impact.worker import old_decision
+
+    logged = [read_line(line) for line in log.read_text().splitlines()]
+    assert len(logged) == len(cases)
+    for line, (_, _, what) in zip(logged, cases, strict=True):
+        assert (line.decision, line.denied_reason) == ("block", "host"), line
+        assert what in line.reason and "a person must edit it" in line.reason
+        assert old_decision(line) == (None, "hook")
     # Reading them, and writing other files of .claude/, is ordinary work.
     for tool, tool_input in [
         ("Read", {"file_path": str(project.config)}),

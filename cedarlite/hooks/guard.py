@@ -103,15 +103,15 @@ class Outcome(NamedTuple):
     """The guard's answer for one call.
 
     ``action`` is ``"allow"``, ``"block"`` or ``"ask"``; ``tool`` the normalized tool name;
-    ``params`` the arguments the tool runs with (hooks may have rewritten them); ``reason``
-    the text the model (or the person asked) reads; ``denied_reason`` one of ``tool-loop``,
+    ``params`` the arguments the tool runs with (hooks may have rewritten them); ``reason`` the
+    text the model (or the person asked) reads; ``denied_reason`` one of ``tool-loop``,
     ``plugin-before-tool-call``, ``plugin-approval``, ``policy``, ``not-offered``,
-    ``invalid-arguments`` (``None`` unless blocked); ``policies`` the labels of the
-    determining Cedar policies; ``errors`` the policies that failed to evaluate;
-    ``approval`` the first pending approval request of an ``"ask"`` (all of them in
-    ``approvals``); ``failure`` whether a block is a failure (an error result) rather than a
-    veto (spec §11.5); ``warnings`` the loop warnings emitted for this call; ``error`` the
-    cause of a failure of the guard or of a hook (what the decision log's ``error`` says),
+    ``invalid-arguments``, ``host`` (:meth:`Guard.refuse`) (``None`` unless blocked);
+    ``policies`` the labels of the determining Cedar policies; ``errors`` the policies that
+    failed to evaluate; ``approval`` the first pending approval request of an ``"ask"`` (all of
+    them in ``approvals``); ``failure`` whether a block is a failure (an error result) rather
+    than a veto (spec §11.5); ``warnings`` the loop warnings emitted for this call; ``error``
+    the cause of a failure of the guard or of a hook (what the decision log's ``error`` says),
     else ``None``. (An immutable record; a named tuple because one is built per call.)
     """
 
@@ -696,6 +696,15 @@ class Guard:
         except Exception as err:
             outcome = self._failed(c, err)
         return self._finish(c, outcome)
+
+    def refuse(
+        self, tool_name: Any, params: Any, call: Mapping[str, Any] | None = None, *, reason: str
+    ) -> Outcome:
+        """Block a call the host refused before any policy ran (the Claude Code hook refuses
+        writes to the guard's own configuration), logged and announced like the guard's own
+        decisions, with ``denied_reason`` ``host``. Never raises."""
+        c = _Call(tool_name, params, call)
+        return self._finish(c, self._block(c, "host", reason))
 
     def after_tool_call(
         self,

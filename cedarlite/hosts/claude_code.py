@@ -586,10 +586,7 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
         raise HookError(err.message) from None
     context = config.run_context(event)
     directory = state_dir(options.state_dir)
-    if name == PRE:
-        refused = protected_write(options, event, directory)
-        if refused is not None:
-            return _pre_json("deny", f"cedarlite: blocked: {refused}")
+    refused = protected_write(options, event, directory) if name == PRE else None
     try:
         guard = load_guard(config, call, context, directory)
     except (HookError, CacheError):
@@ -605,6 +602,10 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
         if options.decision_log is not None:
             guard.open_decision_log(options.decision_log)
         calls = _calls(event, len(call.params))
+        if refused is not None:  # logged like any decision; the reason names the file
+            for params, c in zip(call.params, calls, strict=True):
+                guard.refuse(call.tool, params, c, reason=refused)
+            return _pre_json("deny", f"cedarlite: blocked: {refused}")
         if name == PRE:
             outcomes = [
                 guard.before_tool_call(call.tool, params, c)

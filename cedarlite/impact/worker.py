@@ -279,7 +279,8 @@ def old_decision(rec: LogLine) -> tuple[str | None, str | None]:
 
     * a failure of the guard or of a hook (``error`` set): ``guard-failure``;
     * loop detection (``tool-loop``): ``loop-detection``;
-    * a hook or trusted policy that blocked (``plugin-before-tool-call`` without approvals):
+    * a hook or trusted policy that blocked (``plugin-before-tool-call`` without approvals),
+      or the host (``host``: the Claude Code hook refusing a write to the guard's own files):
       ``hook``.
 
     A call that needed approvals is compared on what the policy said before anyone answered:
@@ -296,6 +297,7 @@ def old_decision(rec: LogLine) -> tuple[str | None, str | None]:
     if rec.decision == "block" and rec.denied_reason in (
         "plugin-before-tool-call",
         "plugin-approval",
+        "host",
     ):
         return None, "hook"
     return rec.decision, None
