@@ -19,6 +19,7 @@ from typing import Any, NoReturn, cast
 from lark import Transformer
 
 from . import ast
+from ._fastparse import BUILTIN_METHODS, DIALECT_METHODS, MAX_NESTING, parse_valid
 from ._lalr import END, Automaton, LexError, TooDeep, UnexpectedToken, build_lark
 from ._lalr import Tok as Token
 from .ast import (
@@ -43,26 +44,6 @@ from .ext import METHODS as EXT_METHODS
 from .source import BadEscape, Span, decode_literal
 from .source import clip as _clip
 from .values import I64_MAX, EntityUID
-
-BUILTIN_METHODS: dict[str, int] = {
-    "contains": 1,
-    "containsAll": 1,
-    "containsAny": 1,
-    "isEmpty": 0,
-    "getTag": 1,
-    "hasTag": 1,
-}
-"""Cedar's built-in methods and their arity (checked at parse time, unlike extension calls)."""
-
-DIALECT_METHODS: dict[str, int] = {"startsWith": 1, "endsWith": 1}
-"""cedarlite's string methods for agent policies; rejected by ``strict=True``."""
-
-MAX_NESTING = 1000
-"""Deepest expression nesting accepted: a leaf is one level, and each node holding it one more
-(an operator, ``if``, member access, call, set or record literal); a chain such as
-``a || b || c`` or ``a + b - c`` is one level however long. Deeper input is a
-:class:`~cedarlite.errors.ParseError` pointing at it. Every stage handles this depth without
-recursion (Cedar's own engine crashes near 1,000 nested parentheses)."""
 
 MAX_PARSE_STACK = 8 * MAX_NESTING + 64
 """Unfinished symbols the parser may hold at once. Each nesting level holds at most a handful
@@ -622,6 +603,13 @@ def parse_policies(text: str, source: str | None = None, *, strict: bool = False
     """
     if not isinstance(text, str):
         raise ParseError(f"policy text must be a string, not {type(text).__name__}", source=source)
+    policies = parse_valid(text, strict)
+    return policies if policies is not None else _parse_lalr(text, source, strict)
+
+
+def _parse_lalr(text: str, source: str | None, strict: bool) -> list[Policy]:
+    """:func:`parse_policies` by the LALR parser alone: the answer for any text (the
+    differential tests compare :func:`~cedarlite._fastparse.parse_valid` with it)."""
     _state.reset(text, source, strict)
     try:
         policies: list[Policy] = _parser().parse(text, MAX_PARSE_STACK)

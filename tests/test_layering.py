@@ -50,6 +50,7 @@ LAYERS: list[list[str]] = [
     ["cedarlite.compiler.codegen"],
     ["cedarlite.compiler"],
     ["cedarlite.compiler.cache"],
+    ["cedarlite._fastparse"],
     ["cedarlite._lalr"],  # the only modules that import lark: _lalr, parser, schema._human
     ["cedarlite.parser"],
     ["cedarlite._shapes"],
