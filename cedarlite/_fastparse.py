@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from itertools import accumulate, chain
 from typing import Any
 
 from . import ast
@@ -69,7 +70,7 @@ recursion (Cedar's own engine crashes near 1,000 nested parentheses)."""
 # never skips text, and every repeat is possessive: one linear pass.
 _WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 _TOKEN = re.compile(
-    f"(?:[{_WS}]++|//[^\\n\\r]*+)*+("
+    f"((?:[{_WS}]++|//[^\\n\\r]*+)*+)("
     r"[_a-zA-Z][_a-zA-Z0-9]*+"
     r"|[0-9]++"
     r'|"[^"\\]*+(?:\\.[^"\\]*+)*+"'
@@ -149,8 +150,75 @@ class _Frame:
         self.ors: list[Any] | None = None
 
 
-def _span(a: Any, b: Any) -> Span:
-    return Span(a.start, b.end, a.line, a.column)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _make_span(start: int, end: int, line: int, column: int) -> Span:
+    """``Span(start, end, line, column)``, twice as fast: most of a parse is building spans.
+
+    INVARIANT: :class:`~cedarlite.source.Span` is a frozen slotted dataclass of these four
+    fields and nothing else (no ``__post_init__``); the differential tests compare every
+    span built here with the LALR parser's.
+    """
+    span = _new(Span)
+    _set(span, "start", start)
+    _set(span, "end", end)
+    _set(span, "line", line)
+    _set(span, "column", column)
+    return span
+
+
+# INVARIANT: these node classes are frozen slotted dataclasses whose fields are the ones set
+# here, `span` and `_hash` (0: not computed yet), with no `__post_init__` to run for the values
+# passed (tests/test_fastparse.py checks the field lists; the differential tests the trees).
+_Lit, _Variable, _GetAttr, _Binary = ast.Lit, ast.Variable, ast.GetAttr, ast.Binary
+
+
+def _lit(value: Any, span: Span) -> ast.Lit:
+    node = _new(_Lit)
+    _set(node, "value", value)
+    _set(node, "span", span)
+    _set(node, "_hash", 0)
+    return node
+
+
+def _variable(var: Var, span: Span) -> ast.Variable:
+    node = _new(_Variable)
+    _set(node, "var", var)
+    _set(node, "span", span)
+    _set(node, "_hash", 0)
+    return node
+
+
+def _getattr(expr: Any, attr: str, span: Span) -> ast.GetAttr:
+    node = _new(_GetAttr)
+    _set(node, "expr", expr)
+    _set(node, "attr", attr)
+    _set(node, "span", span)
+    _set(node, "_hash", 0)
+    return node
+
+
+def _binary(op: BinOp, left: Any, right: Any, span: Span) -> ast.Binary:
+    """(``op`` is a relation: the check of ``Binary.__post_init__`` holds.)"""
+    node = _new(_Binary)
+    _set(node, "op", op)
+    _set(node, "left", left)
+    _set(node, "right", right)
+    _set(node, "span", span)
+    _set(node, "_hash", 0)
+    return node
+
+
+def _upto(a: Span, end: int) -> Span:
+    """The span from the start of ``a`` to offset ``end``."""
+    span = _new(Span)
+    _set(span, "start", a.start)
+    _set(span, "end", end)
+    _set(span, "line", a.line)
+    _set(span, "column", a.column)
+    return span
 
 
 def _string(raw: str) -> str:
@@ -174,32 +242,54 @@ class _Parser:
     def __init__(self, text: str, strict: bool) -> None:
         self.text = text
         self.strict = strict
-        vals: list[str] = []
-        starts: list[int] = []
-        for m in _TOKEN.finditer(text):
-            vals.append(m[1])
-            starts.append(m.start(1))
-        # Two end markers, so that looking one token ahead never runs off the list.
-        vals.append("")
-        starts.append(len(text))
-        self.vals = vals
-        self.starts = starts
+        found = _TOKEN.findall(text)  # (skipped text, token) pairs; the last token is ""
+        # A second end marker, so that looking one token ahead never runs off the list.
+        self.vals = [token for _, token in found]
+        self.vals.append("")
+        # bounds[2k] and bounds[2k + 1]: where token k starts and ends.
+        self.bounds = list(accumulate(map(len, chain.from_iterable(found))))
+        self.bounds += (len(text), len(text))
         self.newlines: list[int] | None = (
             [m.start() for m in re.finditer("\n", text)] if "\n" in text else None
         )
         self.big = 0  # integer literals equal to 2**63 not (yet) folded under a minus
+        self.depth_bound = 0  # how deep the last expression read can nest, at most
 
     # -- tokens ----------------------------------------------------------------------------
 
     def tspan(self, i: int) -> Span:
         """The span of token ``i``."""
-        start = self.starts[i]
-        end = start + len(self.vals[i])
+        bounds = self.bounds
+        start = bounds[2 * i]
         newlines = self.newlines
         if newlines is None:
-            return Span(start, end, 1, start + 1)
+            line, column = 1, start + 1
+        else:
+            n = bisect_left(newlines, start)
+            line, column = n + 1, start - (newlines[n - 1] + 1 if n else 0) + 1
+        span = _new(Span)
+        _set(span, "start", start)
+        _set(span, "end", bounds[2 * i + 1])
+        _set(span, "line", line)
+        _set(span, "column", column)
+        return span
+
+    def tokens(self, i: int, j: int) -> Span:
+        """The span from the start of token ``i`` to the end of token ``j``."""
+        return self.tokens_to(i, self.bounds[2 * j + 1])
+
+    def tokens_to(self, i: int, end: int) -> Span:
+        """The span from the start of token ``i`` to offset ``end``."""
+        start = self.bounds[2 * i]
+        newlines = self.newlines
+        if newlines is None:
+            return _make_span(start, end, 1, start + 1)
         n = bisect_left(newlines, start)
-        return Span(start, end, n + 1, start - (newlines[n - 1] + 1 if n else 0) + 1)
+        return _make_span(start, end, n + 1, start - (newlines[n - 1] + 1 if n else 0) + 1)
+
+    def end(self, i: int) -> int:
+        """Where token ``i`` ends."""
+        return self.bounds[2 * i + 1]
 
     def expect(self, i: int, value: str) -> int:
         if self.vals[i] != value:
@@ -264,7 +354,7 @@ class _Parser:
                 i += 3
             annotations[key] = value
             if first is None:
-                first = _span(self.tspan(at), self.tspan(i - 1))
+                first = self.tokens(at, i - 1)
         effect = vals[i]
         if effect != "permit" and effect != "forbid":
             raise _GiveUp
@@ -285,7 +375,7 @@ class _Parser:
             conditions.append(condition)
         if vals[i] != ";":
             raise _GiveUp
-        last = self.tspan(i)
+        end = self.end(i)
         out.append(
             Policy(
                 f"policy{len(out)}",
@@ -295,7 +385,7 @@ class _Parser:
                 resource,
                 tuple(conditions),
                 annotations,
-                span=Span(first.start, last.end, first.line, first.column),
+                span=_upto(first, end),
             )
         )
         return i + 1
@@ -309,14 +399,12 @@ class _Parser:
         if op == "==" or op == "in":
             target, last = self.scope_target(i + 2, slot)
             kind = ScopeOp.EQ if op == "==" else ScopeOp.IN
-            return Scope(var, kind, entity=target, span=_span(head, self.tspan(last))), last + 1
+            return Scope(var, kind, entity=target, span=_upto(head, self.end(last))), last + 1
         if op == "is":
             type_name, last = self.type_name(i + 2)
             if vals[last + 1] != "in":
                 return (
-                    Scope(
-                        var, ScopeOp.IS, entity_type=type_name, span=_span(head, self.tspan(last))
-                    ),
+                    Scope(var, ScopeOp.IS, entity_type=type_name, span=_upto(head, self.end(last))),
                     last + 1,
                 )
             target, last = self.scope_target(last + 2, slot)
@@ -325,7 +413,7 @@ class _Parser:
                 ScopeOp.IS_IN,
                 entity=target,
                 entity_type=type_name,
-                span=_span(head, self.tspan(last)),
+                span=_upto(head, self.end(last)),
             )
             return scope, last + 1
         return Scope(var, span=head), i + 1
@@ -355,7 +443,7 @@ class _Parser:
                 elif vals[i] != "]":
                     raise _GiveUp
             scope = Scope(
-                Var.ACTION, ScopeOp.IN_SET, entities=tuple(uids), span=_span(head, self.tspan(i))
+                Var.ACTION, ScopeOp.IN_SET, entities=tuple(uids), span=_upto(head, self.end(i))
             )
             return scope, i + 1
         if op == "==" or op == "in":
@@ -363,7 +451,7 @@ class _Parser:
             if not is_action_type(uid.type):
                 raise _GiveUp
             kind = ScopeOp.EQ if op == "==" else ScopeOp.IN
-            return Scope(Var.ACTION, kind, entity=uid, span=_span(head, self.tspan(last))), last + 1
+            return Scope(Var.ACTION, kind, entity=uid, span=_upto(head, self.end(last))), last + 1
         return Scope(Var.ACTION, span=head), i + 1
 
     def condition(self, i: int) -> tuple[Condition, int]:
@@ -371,9 +459,10 @@ class _Parser:
             raise _GiveUp
         body, end = self.expression(i + 2)
         # A node takes at least one token: a body of fewer tokens cannot nest too deeply.
-        if end - i > MAX_NESTING and ast.depth(body) > MAX_NESTING:
+        too_deep = end - i > MAX_NESTING and self.depth_bound > MAX_NESTING
+        if too_deep and ast.depth(body) > MAX_NESTING:
             raise _GiveUp
-        span = _span(self.tspan(i), self.tspan(end))
+        span = self.tokens(i, end)
         return Condition(ConditionKind(self.vals[i]), body, span=span), end + 1
 
     # -- expressions -----------------------------------------------------------------------
@@ -387,6 +476,9 @@ class _Parser:
         f = _Frame(_COND, i - 1)
         value: Any = None  # the primary just read (None: an operand is expected)
         paren = False  # `value` is a parenthesized expression (`-(5)` is not a literal)
+        # For a bound on the depth of the tree: the most frames open at once, and the longest
+        # run of `.name`/`[...]` after a primary.
+        deepest = longest = 0
         while True:
             if value is None:
                 # -- an operand: `!`/`-` prefixes, then a primary or the start of a construct
@@ -404,41 +496,50 @@ class _Parser:
                 c = v[:1]
                 if c in _IDENT_START:
                     if v == "true" or v == "false":
-                        value = ast.Lit(v == "true", span=tspan(i))
+                        value = _lit(v == "true", tspan(i))
                         i += 1
                     elif v == "if":
                         if f.prefix or f.mul or f.add or f.relop is not None or f.ands or f.ors:
                             raise _GiveUp  # `if` only starts an expression
                         stack.append(f)
-                        if len(stack) > MAX_NESTING:
-                            raise _GiveUp
+                        if len(stack) > deepest:
+                            deepest = len(stack)
+                            if deepest > MAX_NESTING:
+                                raise _GiveUp
                         f = _Frame(_IF, i)
                         i += 1
                         continue
                     else:
-                        name, last = self.path(i)
+                        if vals[i + 1] != "::":  # (most names are one identifier)
+                            if v in RESERVED:
+                                raise _GiveUp
+                            name, last = v, i
+                        else:
+                            name, last = self.path(i)
                         after = vals[last + 1]
                         if after == "::" and vals[last + 2][:1] == '"':
                             if "__cedar" in name.split("::"):
                                 raise _GiveUp
                             uid = EntityUID(name, _string(vals[last + 2]))
-                            value = ast.Lit(uid, span=_span(tspan(i), tspan(last + 2)))
+                            value = _lit(uid, self.tokens(i, last + 2))
                             i = last + 3
                         elif after == "(":
                             if name not in EXT_FUNCTIONS:
                                 raise _GiveUp
                             stack.append(f)
-                            if len(stack) > MAX_NESTING:
-                                raise _GiveUp
+                            if len(stack) > deepest:
+                                deepest = len(stack)
+                                if deepest > MAX_NESTING:
+                                    raise _GiveUp
                             f = _Frame(_CALL, i, name)
                             i = last + 2
                             if vals[i] != ")":
                                 continue
-                            value = ast.Call(name, (), span=_span(tspan(f.open), tspan(i)))
+                            value = ast.Call(name, (), span=self.tokens(f.open, i))
                             f = stack.pop()
                             i += 1
                         elif last == i and v in _VARS:
-                            value = ast.Variable(_VARS[v], span=tspan(i))
+                            value = _variable(_VARS[v], tspan(i))
                             i += 1
                         else:
                             raise _GiveUp
@@ -451,15 +552,17 @@ class _Parser:
                         if number > _BIG:
                             raise _GiveUp
                         self.big += 1
-                    value = ast.Lit(number, span=tspan(i))
+                    value = _lit(number, tspan(i))
                     i += 1
                 elif c == '"':
-                    value = ast.Lit(_string(v), span=tspan(i))
+                    value = _lit(_string(v), tspan(i))
                     i += 1
                 elif v == "(" or v == "[" or v == "{":
                     stack.append(f)
-                    if len(stack) > MAX_NESTING:
-                        raise _GiveUp  # (the LALR parser says how deep is too deep)
+                    if len(stack) > deepest:
+                        deepest = len(stack)
+                        if deepest > MAX_NESTING:
+                            raise _GiveUp  # (the LALR parser says how deep is too deep)
                     f = _Frame(_PAREN if v == "(" else _SET if v == "[" else _RECORD, i)
                     i += 1
                     if v == "(":
@@ -467,13 +570,13 @@ class _Parser:
                     if v == "[":
                         if vals[i] != "]":
                             continue
-                        value = ast.SetLit((), span=_span(tspan(i - 1), tspan(i)))
+                        value = ast.SetLit((), span=self.tokens(i - 1, i))
                     else:
                         f.info = set()  # the keys so far
                         if vals[i] != "}":
                             i = self.record_key(f, i)
                             continue
-                        value = ast.RecordLit((), span=_span(tspan(i - 1), tspan(i)))
+                        value = ast.RecordLit((), span=self.tokens(i - 1, i))
                     f = stack.pop()
                     i += 1
                 else:
@@ -482,15 +585,19 @@ class _Parser:
 
             # -- after a primary: `.name`, `.name(args)`, `["key"]`
             v = vals[i]
+            run = 0
             while v == "." or v == "[":
+                run += 1
                 if v == ".":
                     name = vals[i + 1]
                     if vals[i + 2] == "(":
                         if name[:1] not in _IDENT_START:
                             raise _GiveUp
                         stack.append(f)
-                        if len(stack) > MAX_NESTING:
-                            raise _GiveUp
+                        if len(stack) > deepest:
+                            deepest = len(stack)
+                            if deepest > MAX_NESTING:
+                                raise _GiveUp
                         f = _Frame(_METHOD, i, (value, name))
                         i += 3
                         if vals[i] != ")":
@@ -500,18 +607,20 @@ class _Parser:
                         f = stack.pop()
                         i += 1
                     else:
-                        span = _span(value.span, tspan(i + 1))
-                        value = ast.GetAttr(value, _name(name), span=span)
+                        span = _upto(value.span, self.end(i + 1))
+                        value = _getattr(value, _name(name), span)
                         i += 2
                 else:
                     key = vals[i + 1]
                     if key[:1] != '"' or vals[i + 2] != "]":
                         raise _GiveUp
-                    span = _span(value.span, tspan(i + 2))
-                    value = ast.GetAttr(value, _string(key), span=span)
+                    span = _upto(value.span, self.end(i + 2))
+                    value = _getattr(value, _string(key), span)
                     i += 3
                 paren = False
                 v = vals[i]
+            if run > longest:
+                longest = run
             if value is None:
                 continue  # the first argument of a method call
             if f.prefix is not None:
@@ -557,7 +666,12 @@ class _Parser:
                 if v in _RELOPS:
                     if f.relop is not None:
                         raise _GiveUp  # a chained relation
-                    f.rel = self.close_add(f)
+                    mul = f.mul
+                    if f.add is None and len(mul) == 1:
+                        f.rel = mul[0]
+                        f.mul = []
+                    else:
+                        f.rel = self.close_add(f)
                     f.relop = _RELOPS[v]
                     i += 1
                     break
@@ -580,6 +694,9 @@ class _Parser:
                     if ctx == _COND:
                         if v != "}" or self.big:  # (2**63 not under a minus: out of range)
                             raise _GiveUp
+                        # Each frame adds at most: its construct's node, `.name` accesses,
+                        # four prefixes, `*`, `+`, a relation, `&&` and `||`.
+                        self.depth_bound = (deepest + 1) * (longest + 11)
                         return result, i
                     if ctx == _PAREN:
                         if v != ")":
@@ -598,7 +715,7 @@ class _Parser:
                             f.reset()
                             i += 1
                             break
-                        result = ast.If(*parts, span=_span(tspan(f.open), result.span))
+                        result = ast.If(*parts, span=self.tokens_to(f.open, result.span.end))
                         f = stack.pop()  # the `if` was the whole expression: it ends here too
                         continue
                     if ctx == _RECORD:
@@ -612,7 +729,7 @@ class _Parser:
                                 break
                         if v != "}":
                             raise _GiveUp
-                        span = _span(tspan(f.open), tspan(i))
+                        span = self.tokens(f.open, i)
                         value = ast.RecordLit(tuple(f.args), span=span)
                     else:  # arguments of a call or a method call, elements of a set
                         f.args.append(result)
@@ -626,10 +743,10 @@ class _Parser:
                         if v != closer:
                             raise _GiveUp
                         if ctx == _SET:
-                            span = _span(tspan(f.open), tspan(i))
+                            span = self.tokens(f.open, i)
                             value = ast.SetLit(tuple(f.args), span=span)
                         elif ctx == _CALL:
-                            span = _span(tspan(f.open), tspan(i))
+                            span = self.tokens(f.open, i)
                             value = ast.Call(f.info, tuple(f.args), span=span)
                         else:
                             value = self.method_call(f, i)
@@ -661,7 +778,7 @@ class _Parser:
                 raise _GiveUp
         elif name in EXT_FUNCTIONS or name not in EXT_METHODS:
             raise _GiveUp
-        span = _span(receiver.span, self.tspan(rpar))
+        span = _upto(receiver.span, self.end(rpar))
         return ast.MethodCall(receiver, name, tuple(args), span=span)
 
     def postfix(self, word: str, left: Any, i: int) -> tuple[Any, int, bool]:
@@ -680,7 +797,7 @@ class _Parser:
                     i += 2
                     names.append(_name(vals[i]))
                 path = tuple(names)
-            return ast.Has(left, path, span=_span(left.span, self.tspan(i))), i, False
+            return ast.Has(left, path, span=_upto(left.span, self.end(i))), i, False
         if word == "like":
             if raw[:1] != '"':
                 raise _GiveUp
@@ -688,11 +805,11 @@ class _Parser:
                 pattern = tuple(decode_literal(raw[1:-1], WILDCARD))
             except BadEscape:
                 raise _GiveUp from None
-            return ast.Like(left, pattern, span=_span(left.span, self.tspan(i))), i, False
+            return ast.Like(left, pattern, span=_upto(left.span, self.end(i))), i, False
         type_name, last = self.type_name(i)
         if vals[last + 1] == "in":
             return (left, type_name), last, True
-        return ast.Is(left, type_name, span=_span(left.span, self.tspan(last))), last, False
+        return ast.Is(left, type_name, span=_upto(left.span, self.end(last))), last, False
 
     # -- closing the levels of an expression ---------------------------------------------
 
@@ -703,7 +820,7 @@ class _Parser:
         f.mul = []
         if len(mul) == 1:
             return mul[0]
-        span = _span(mul[0].span, mul[-1].span)
+        span = _upto(mul[0].span, mul[-1].span.end)
         return ast.Arith(tuple(mul), (BinOp.MUL,) * (len(mul) - 1), span=span)
 
     def close_add(self, f: _Frame) -> Any:
@@ -713,7 +830,7 @@ class _Parser:
         if add is None:
             return m
         add.append(m)
-        span = _span(add[0].span, m.span)
+        span = _upto(add[0].span, m.span.end)
         node = ast.Arith(tuple(add), tuple(f.addops), span=span)  # type: ignore[arg-type]
         f.add = f.addops = None
         return node
@@ -721,18 +838,23 @@ class _Parser:
     def close_rel(self, f: _Frame) -> Any:
         """The relation read so far (or its left side when it has no operator)."""
         relop = f.relop
-        if relop is None:
-            return self.close_add(f)
+        mul = f.mul
         if relop is _DONE:
             node = f.rel
         else:
-            right = self.close_add(f)
+            if f.add is None and len(mul) == 1:  # (one operand: no chain to build)
+                right = mul[0]
+                f.mul = []
+            else:
+                right = self.close_add(f)
+            if relop is None:
+                return right
             if relop.__class__ is tuple:  # `is T in`
                 left, type_name = relop
-                node = ast.Is(left, type_name, right, span=_span(left.span, right.span))
+                node = ast.Is(left, type_name, right, span=_upto(left.span, right.span.end))
             else:
                 left = f.rel
-                node = ast.Binary(relop, left, right, span=_span(left.span, right.span))
+                node = _binary(relop, left, right, _upto(left.span, right.span.end))
         f.rel = f.relop = None
         return node
 
@@ -743,7 +865,7 @@ class _Parser:
         f.ands = None
         if len(ands) == 1:
             return ands[0]
-        return ast.And(tuple(ands), span=_span(ands[0].span, ands[-1].span))
+        return ast.And(tuple(ands), span=_upto(ands[0].span, ands[-1].span.end))
 
     def finish(self, f: _Frame) -> Any:
         """The whole expression of ``f``, its operators applied by precedence."""
@@ -755,7 +877,7 @@ class _Parser:
             ors = f.ors
             ors.append(r)
             f.ors = None
-            r = ast.Or(tuple(ors), span=_span(ors[0].span, r.span))
+            r = ast.Or(tuple(ors), span=_upto(ors[0].span, r.span.end))
         return r
 
     def unary(self, prefix: list[int], value: Any, paren: bool) -> Any:
@@ -771,10 +893,10 @@ class _Parser:
         ):
             if value.value == _BIG:
                 self.big -= 1
-            value = ast.Lit(-value.value, span=_span(self.tspan(prefix[-1]), value.span))
+            value = _lit(-value.value, self.tokens_to(prefix[-1], value.span.end))
             count -= 1
         for k in range(count - 1, -1, -1):
-            value = ast.Unary(op, value, span=_span(self.tspan(prefix[k]), value.span))
+            value = ast.Unary(op, value, span=self.tokens_to(prefix[k], value.span.end))
         return value
 
 
