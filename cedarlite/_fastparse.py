@@ -893,7 +893,7 @@ class _Parser:
         ):
             if value.value == _BIG:
                 self.big -= 1
-            value = _lit(-value.value, self.tokens_to(prefix[-1], value.span.end))
+            value = _lit(-value.value, self.tokens_to(prefix[-1], value.span.end))  # type: ignore[union-attr]
             count -= 1
         for k in range(count - 1, -1, -1):
             value = ast.Unary(op, value, span=self.tokens_to(prefix[k], value.span.end))
