@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from itertools import accumulate, chain
+from itertools import accumulate, chain, count
+from operator import add
 from typing import Any
 
 from . import ast
@@ -221,12 +222,33 @@ def _upto(a: Span, end: int) -> Span:
     return span
 
 
+# A string literal's body made only of valid escapes (Rust's rules, as in
+# cedarlite.source.decode_literal; code points are checked on decoding), and one escape.
+_ESCAPED_BODY = re.compile(
+    r"(?:[^\\]++|\\(?:u\{[0-9a-fA-F]{1,6}\}|x[0-7][0-9a-fA-F]|[nrt\\0'\"]))*+"
+)
+_ESCAPE = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|x([0-7][0-9a-fA-F])|(.))")
+_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "0": "\0", "'": "'", '"': '"'}
+
+
+def _unescape(m: re.Match[str]) -> str:
+    code = m[1] or m[2]
+    if code is None:
+        return _SIMPLE_ESCAPES[m[3]]
+    value = int(code, 16)
+    if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:
+        raise _GiveUp
+    return chr(value)
+
+
 def _string(raw: str) -> str:
-    try:
-        parts = decode_literal(raw[1:-1])
-    except BadEscape:
-        raise _GiveUp from None
-    return parts[0] if parts else ""
+    """The value of a string literal token (quotes included)."""
+    body = raw[1:-1]
+    if "\\" not in body:
+        return body
+    if _ESCAPED_BODY.fullmatch(body) is None:
+        raise _GiveUp
+    return _ESCAPE.sub(_unescape, body)
 
 
 def _name(name: str) -> str:
@@ -249,9 +271,12 @@ class _Parser:
         # bounds[2k] and bounds[2k + 1]: where token k starts and ends.
         self.bounds = list(accumulate(map(len, chain.from_iterable(found))))
         self.bounds += (len(text), len(text))
-        self.newlines: list[int] | None = (
-            [m.start() for m in re.finditer("\n", text)] if "\n" in text else None
-        )
+        # Where each newline is: line k + 1 starts after the k-th (for the spans' lines).
+        self.newlines: list[int] | None = None
+        if "\n" in text:
+            lines = text.split("\n")
+            lines.pop()
+            self.newlines = list(map(add, accumulate(map(len, lines)), count()))
         self.big = 0  # integer literals equal to 2**63 not (yet) folded under a minus
         self.depth_bound = 0  # how deep the last expression read can nest, at most
 

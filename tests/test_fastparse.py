@@ -266,3 +266,15 @@ def test_parse_policies_uses_the_fast_parser_and_keeps_lalr_errors() -> None:
     assert parse_valid(deep) is None
     with pytest.raises(ParseError, match="nested too deeply"):
         parse_policies(deep)
+
+
+_ESCAPE_PIECES = ("a", "ü", "*", "\n", "\\", "\\n", "\\r", "\\t", "\\\\", "\\0", "\\'", '\\"')
+_ESCAPE_PIECES += ("\\x41", "\\x7f", "\\x80", "\\xg", "\\u{41}", "\\u{1F600}", "\\u{D800}")
+_ESCAPE_PIECES += ("\\u{10FFFF}", "\\u{110000}", "\\u{}", "\\u{0000041}", "\\u{41", "\\q", "\\*")
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(st.sampled_from(_ESCAPE_PIECES), max_size=8).map("".join))
+def test_string_escapes_decode_as_the_lalr_parser_does(body: str) -> None:
+    """String literals with every kind of escape, valid and invalid."""
+    check(_WHEN % f'{{"{body}": "{body}"}} has "{body}"')
