@@ -65,6 +65,12 @@ MAX_NESTING = 1000
 :class:`~cedarlite.errors.ParseError` pointing at it. Every stage handles this depth without
 recursion (Cedar's own engine crashes near 1,000 nested parentheses)."""
 
+MAX_PARSE_STACK = 8 * MAX_NESTING + 64
+"""Unfinished symbols the LALR parser may hold at once. Each nesting level holds at most a handful
+(``if c then`` holds four), so this only stops input that nests deeper than
+:data:`MAX_NESTING` (redundant parentheses, which add no level to the tree, included) before
+it has been read to the end."""
+
 # The tokens of grammar/cedar.lark (same whitespace set, comments, strings, punctuation), with
 # two more alternatives so that a match exists wherever the previous one ended: any other
 # character (never valid: the parser gives up on it) and the end of the text. `finditer` thus

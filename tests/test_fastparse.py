@@ -26,8 +26,9 @@ from test_parse_differential import FRAGMENTS, SNIPPETS, mutations
 
 from cedarlite import ast, testing
 from cedarlite._fastparse import MAX_NESTING, parse_valid
+from cedarlite._policy_lalr import parse_lalr
 from cedarlite.errors import ParseError
-from cedarlite.parser import _parse_lalr, parse_policies
+from cedarlite.parser import parse_policies
 
 ROOT = Path(__file__).resolve().parent.parent
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
@@ -51,7 +52,7 @@ def check(text: str, *, strict: bool = False, must_accept: bool = False) -> bool
     """Both parsers agree on ``text``; returns whether the fast parser accepted it."""
     fast = parse_valid(text, strict)
     try:
-        slow: list[ast.Policy] | ParseError = _parse_lalr(text, None, strict)
+        slow: list[ast.Policy] | ParseError = parse_lalr(text, None, strict)
     except ParseError as err:
         slow = err
     if fast is None:
