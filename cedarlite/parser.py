@@ -12,6 +12,8 @@ accepts it or raises the precise error. Every failure is a
 
 from __future__ import annotations
 
+from _thread import allocate_lock  # threading.Lock, without importing threading
+
 from ._fastparse import BUILTIN_METHODS, DIALECT_METHODS, MAX_NESTING, MAX_PARSE_STACK, parse_valid
 from .ast import Expr, Policy
 from .errors import ParseError
@@ -26,6 +28,16 @@ __all__ = [
     "parse_policies",
 ]
 
+PARSE_CACHE_CHARS = 4_000_000
+"""How much policy text (in characters) :func:`parse_policies` keeps the parsed policies of,
+least recently used out first. A process that loads the same text again (a hook or server
+rebuilding its policy set, tests sharing policy files) gets the same immutable policies back
+without parsing; texts over a sixteenth of this are never kept. Errors are never kept."""
+
+_cache: dict[tuple[str, bool], tuple[Policy, ...]] = {}  # insertion order = recency
+_cache_chars = 0
+_cache_lock = allocate_lock()
+
 
 def parse_policies(text: str, source: str | None = None, *, strict: bool = False) -> list[Policy]:
     """Parse a policy set text into policies numbered ``policy0``, ``policy1``, ... by position.
@@ -35,11 +47,29 @@ def parse_policies(text: str, source: str | None = None, *, strict: bool = False
     """
     if not isinstance(text, str):
         raise ParseError(f"policy text must be a string, not {type(text).__name__}", source=source)
+    global _cache_chars
+    key = (text, strict)
+    keep = len(text) <= PARSE_CACHE_CHARS // 16
+    if keep:
+        with _cache_lock:
+            kept = _cache.pop(key, None)
+            if kept is not None:
+                _cache[key] = kept  # the most recently used now
+                return list(kept)
     policies = parse_valid(text, strict)
     if policies is None:  # not plainly valid: the LALR parser accepts it or says what is wrong
         from ._policy_lalr import parse_lalr
 
         policies = parse_lalr(text, source, strict)
+    if keep:
+        with _cache_lock:
+            if key not in _cache:
+                _cache[key] = tuple(policies)
+                _cache_chars += len(text)
+                while _cache_chars > PARSE_CACHE_CHARS:
+                    oldest = next(iter(_cache))
+                    del _cache[oldest]
+                    _cache_chars -= len(oldest[0])
     return policies
 
 

@@ -279,3 +279,29 @@ _ESCAPE_PIECES += ("\\u{10FFFF}", "\\u{110000}", "\\u{}", "\\u{0000041}", "\\u{4
 def test_string_escapes_decode_as_the_lalr_parser_does(body: str) -> None:
     """String literals with every kind of escape, valid and invalid."""
     check(_WHEN % f'{{"{body}": "{body}"}} has "{body}"')
+
+
+def test_parsed_texts_are_kept_within_a_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsing a text again returns equal policies from the cache (a new list each time);
+    strictness is part of the key, errors are not kept, and the budget evicts oldest first."""
+    from cedarlite import parser
+
+    monkeypatch.setattr(parser, "_cache", {})
+    monkeypatch.setattr(parser, "_cache_chars", 0)
+    monkeypatch.setattr(parser, "PARSE_CACHE_CHARS", 1600)
+    texts = [_WHEN % f"context.n == {i}" for i in range(40)]  # 48 or 49 characters each
+    first = parse_policies(texts[0])
+    again = parse_policies(texts[0])
+    assert again == first and again is not first and _layout(again) == _layout(first)
+    assert parse_policies(texts[0], strict=True) == first
+    assert set(parser._cache) == {(texts[0], False), (texts[0], True)}
+    for text in texts:
+        parse_policies(text)
+    assert parser._cache_chars <= 1600
+    assert (texts[-1], False) in parser._cache and (texts[0], False) not in parser._cache
+    with pytest.raises(ParseError):
+        parse_policies(_WHEN % "1 <")
+    assert (_WHEN % "1 <", False) not in parser._cache
+    big = _WHEN % ("context.n == 1 || " * 10 + "true")  # over a sixteenth of the budget
+    parse_policies(big)
+    assert (big, False) not in parser._cache
