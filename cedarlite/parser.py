@@ -24,6 +24,8 @@ __all__ = [
     "DIALECT_METHODS",
     "MAX_NESTING",
     "MAX_PARSE_STACK",
+    "PARSE_CACHE_CHARS",
+    "clear_parse_cache",
     "parse_expression",
     "parse_policies",
 ]
@@ -71,6 +73,15 @@ def parse_policies(text: str, source: str | None = None, *, strict: bool = False
                     del _cache[oldest]
                     _cache_chars -= len(oldest[0])
     return policies
+
+
+def clear_parse_cache() -> None:
+    """Forget the policies kept by :func:`parse_policies` (benchmarks timing cold parses call
+    it; nothing else needs to: kept policies are immutable and keyed by the exact text)."""
+    global _cache_chars
+    with _cache_lock:
+        _cache.clear()
+        _cache_chars = 0
 
 
 _EXPR_PREFIX = "permit(principal, action, resource) when {\n"
