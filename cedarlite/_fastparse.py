@@ -101,7 +101,6 @@ _UNARY = {"!": UnaryOp.NOT, "-": UnaryOp.NEG}
 _BIG = I64_MAX + 1
 _IDENT_START = frozenset("_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGITS = frozenset("0123456789")
-_CLOSERS = {"(": ")", "[": "]"}
 
 # What an expression is for (the construct its frame belongs to).
 _COND, _PAREN, _CALL, _METHOD, _SET, _RECORD, _IF = range(7)
@@ -220,12 +219,7 @@ def _binary(op: BinOp, left: Any, right: Any, span: Span) -> ast.Binary:
 
 def _upto(a: Span, end: int) -> Span:
     """The span from the start of ``a`` to offset ``end``."""
-    span = _new(Span)
-    _set(span, "start", a.start)
-    _set(span, "end", end)
-    _set(span, "line", a.line)
-    _set(span, "column", a.column)
-    return span
+    return _make_span(a.start, end, a.line, a.column)
 
 
 # A string literal's body made only of valid escapes (Rust's rules, as in
@@ -290,20 +284,7 @@ class _Parser:
 
     def tspan(self, i: int) -> Span:
         """The span of token ``i``."""
-        bounds = self.bounds
-        start = bounds[2 * i]
-        newlines = self.newlines
-        if newlines is None:
-            line, column = 1, start + 1
-        else:
-            n = bisect_left(newlines, start)
-            line, column = n + 1, start - (newlines[n - 1] + 1 if n else 0) + 1
-        span = _new(Span)
-        _set(span, "start", start)
-        _set(span, "end", bounds[2 * i + 1])
-        _set(span, "line", line)
-        _set(span, "column", column)
-        return span
+        return self.tokens_to(i, self.bounds[2 * i + 1])
 
     def tokens(self, i: int, j: int) -> Span:
         """The span from the start of token ``i`` to the end of token ``j``."""
