@@ -30,11 +30,12 @@ __all__ = [
     "parse_policies",
 ]
 
-PARSE_CACHE_CHARS = 4_000_000
+PARSE_CACHE_CHARS = 1_000_000
 """How much policy text (in characters) :func:`parse_policies` keeps the parsed policies of,
-least recently used out first. A process that loads the same text again (a hook or server
-rebuilding its policy set, tests sharing policy files) gets the same immutable policies back
-without parsing; texts over a sixteenth of this are never kept. Errors are never kept."""
+least recently used out first (about 14 bytes of syntax tree per character: 14 MB at most). A
+process that loads the same text again (a hook or server rebuilding its policy set, tests
+sharing policy files) gets the same immutable policies back without parsing; texts over a
+sixteenth of this are never kept. Errors are never kept."""
 
 _cache: dict[tuple[str, bool], tuple[Policy, ...]] = {}  # insertion order = recency
 _cache_chars = 0
