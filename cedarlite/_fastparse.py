@@ -178,23 +178,24 @@ def _make_span(start: int, end: int, line: int, column: int) -> Span:
 # INVARIANT: these node classes are frozen slotted dataclasses whose fields are the ones set
 # here, `span` and `_hash` (0: not computed yet), with no `__post_init__` to run for the values
 # passed (tests/test_fastparse.py checks the field lists; the differential tests the trees).
-_Lit, _Variable, _GetAttr, _Binary = ast.Lit, ast.Variable, ast.GetAttr, ast.Binary
+_GetAttr, _Binary = ast.GetAttr, ast.Binary
 
 
-def _lit(value: Any, span: Span) -> ast.Lit:
-    node = _new(_Lit)
-    _set(node, "value", value)
-    _set(node, "span", span)
-    _set(node, "_hash", 0)
-    return node
+def _leaf(cls: type, name: str) -> Any:
+    """A builder of ``cls(value, span=span)`` for a node class of one field ``name``."""
+
+    def build(value: Any, span: Span) -> Any:
+        node: Any = _new(cls)
+        _set(node, name, value)
+        _set(node, "span", span)
+        _set(node, "_hash", 0)
+        return node
+
+    return build
 
 
-def _variable(var: Var, span: Span) -> ast.Variable:
-    node = _new(_Variable)
-    _set(node, "var", var)
-    _set(node, "span", span)
-    _set(node, "_hash", 0)
-    return node
+_lit = _leaf(ast.Lit, "value")
+_variable = _leaf(ast.Variable, "var")
 
 
 def _getattr(expr: Any, attr: str, span: Span) -> ast.GetAttr:
@@ -279,6 +280,7 @@ class _Parser:
             self.newlines = list(map(add, accumulate(map(len, lines)), count()))
         self.big = 0  # integer literals equal to 2**63 not (yet) folded under a minus
         self.depth_bound = 0  # how deep the last expression read can nest, at most
+        self.deepest = 0  # the most frames open at once in the expression being read
 
     # -- tokens ----------------------------------------------------------------------------
 
@@ -488,9 +490,9 @@ class _Parser:
         f = _Frame(_COND, i - 1)
         value: Any = None  # the primary just read (None: an operand is expected)
         paren = False  # `value` is a parenthesized expression (`-(5)` is not a literal)
-        # For a bound on the depth of the tree: the most frames open at once, and the longest
-        # run of `.name`/`[...]` after a primary.
-        deepest = longest = 0
+        # For a bound on the depth of the tree: the most frames open at once (self.deepest),
+        # and the longest run of `.name`/`[...]` after a primary.
+        self.deepest = longest = 0
         while True:
             if value is None:
                 # -- an operand: `!`/`-` prefixes, then a primary or the start of a construct
@@ -513,11 +515,7 @@ class _Parser:
                     elif v == "if":
                         if f.prefix or f.mul or f.add or f.relop is not None or f.ands or f.ors:
                             raise _GiveUp  # `if` only starts an expression
-                        stack.append(f)
-                        if len(stack) > deepest:
-                            deepest = len(stack)
-                            if deepest > MAX_NESTING:
-                                raise _GiveUp
+                        self.push(stack, f)
                         f = _Frame(_IF, i)
                         i += 1
                         continue
@@ -538,11 +536,7 @@ class _Parser:
                         elif after == "(":
                             if name not in EXT_FUNCTIONS:
                                 raise _GiveUp
-                            stack.append(f)
-                            if len(stack) > deepest:
-                                deepest = len(stack)
-                                if deepest > MAX_NESTING:
-                                    raise _GiveUp
+                            self.push(stack, f)
                             f = _Frame(_CALL, i, name)
                             i = last + 2
                             if vals[i] != ")":
@@ -570,11 +564,7 @@ class _Parser:
                     value = _lit(_string(v), tspan(i))
                     i += 1
                 elif v == "(" or v == "[" or v == "{":
-                    stack.append(f)
-                    if len(stack) > deepest:
-                        deepest = len(stack)
-                        if deepest > MAX_NESTING:
-                            raise _GiveUp  # (the LALR parser says how deep is too deep)
+                    self.push(stack, f)
                     f = _Frame(_PAREN if v == "(" else _SET if v == "[" else _RECORD, i)
                     i += 1
                     if v == "(":
@@ -605,11 +595,7 @@ class _Parser:
                     if vals[i + 2] == "(":
                         if name[:1] not in _IDENT_START:
                             raise _GiveUp
-                        stack.append(f)
-                        if len(stack) > deepest:
-                            deepest = len(stack)
-                            if deepest > MAX_NESTING:
-                                raise _GiveUp
+                        self.push(stack, f)
                         f = _Frame(_METHOD, i, (value, name))
                         i += 3
                         if vals[i] != ")":
@@ -708,7 +694,7 @@ class _Parser:
                             raise _GiveUp
                         # Each frame adds at most: its construct's node, `.name` accesses,
                         # four prefixes, `*`, `+`, a relation, `&&` and `||`.
-                        self.depth_bound = (deepest + 1) * (longest + 11)
+                        self.depth_bound = (self.deepest + 1) * (longest + 11)
                         return result, i
                     if ctx == _PAREN:
                         if v != ")":
@@ -767,6 +753,15 @@ class _Parser:
                     i += 1
                     break
                 break
+
+    def push(self, stack: list[_Frame], f: _Frame) -> None:
+        """Open a construct: ``f`` waits on ``stack`` (no deeper than :data:`MAX_NESTING`;
+        deeper input is the LALR parser's to refuse)."""
+        stack.append(f)
+        if len(stack) > self.deepest:
+            self.deepest = len(stack)
+            if self.deepest > MAX_NESTING:
+                raise _GiveUp
 
     def record_key(self, f: _Frame, i: int) -> int:
         """Read ``key:`` at token ``i`` into ``f``; the index after the colon."""
