@@ -503,7 +503,9 @@ class _Parser:
                     while vals[i] == v:
                         prefix.append(i)
                         i += 1
-                    if len(prefix) > 4 or vals[i] == "!" or vals[i] == "-":
+                        if len(prefix) > 4:
+                            raise _GiveUp  # (at once: not after a million of them)
+                    if vals[i] == "!" or vals[i] == "-":
                         raise _GiveUp
                     f.prefix = prefix
                     v = vals[i]
@@ -590,6 +592,8 @@ class _Parser:
             run = 0
             while v == "." or v == "[":
                 run += 1
+                if run >= MAX_NESTING:
+                    raise _GiveUp  # too deep already: no need to read the rest of the run
                 if v == ".":
                     name = vals[i + 1]
                     if vals[i + 2] == "(":

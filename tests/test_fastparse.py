@@ -170,6 +170,13 @@ def test_long_chains(name: str) -> None:
     assert accepted == (name not in (".a", '["a"]'))  # 1,200 accesses nest 1,201 deep
 
 
+@pytest.mark.parametrize("run", [998, 999, 1000, 1001])
+@pytest.mark.parametrize("access", [".a", '["a"]', ".isEmpty()"])
+def test_member_access_runs_at_the_limit(run: int, access: str) -> None:
+    """A run of accesses nests one level each: 999 after a leaf is the deepest valid one."""
+    assert check(_WHEN % ("[]" + access * run)) == (run < MAX_NESTING)
+
+
 NESTINGS = {  # opening, leaf, closing, and the tree levels each repetition adds
     "redundant ( )": ("(", "1", ")", 1),
     "!( )": ("!(", "true", ")", 1),
