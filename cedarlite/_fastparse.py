@@ -242,9 +242,17 @@ def _unescape(m: re.Match[str]) -> str:
     return chr(value)
 
 
+def _body(raw: str) -> str:
+    """The body of string literal token ``raw``. A lone ``"`` (an unterminated literal, which
+    the tokenizer returns as one character) is not one."""
+    if len(raw) < 2 or raw[0] != '"':
+        raise _GiveUp
+    return raw[1:-1]
+
+
 def _string(raw: str) -> str:
     """The value of a string literal token (quotes included)."""
-    body = raw[1:-1]
+    body = _body(raw)
     if "\\" not in body:
         return body
     if _ESCAPED_BODY.fullmatch(body) is None:
@@ -810,10 +818,8 @@ class _Parser:
                 path = tuple(names)
             return ast.Has(left, path, span=_upto(left.span, self.end(i))), i, False
         if word == "like":
-            if raw[:1] != '"':
-                raise _GiveUp
             try:
-                pattern = tuple(decode_literal(raw[1:-1], WILDCARD))
+                pattern = tuple(decode_literal(_body(raw), WILDCARD))
             except BadEscape:
                 raise _GiveUp from None
             return ast.Like(left, pattern, span=_upto(left.span, self.end(i))), i, False

@@ -224,6 +224,10 @@ def test_nesting_around_the_limits(name: str, depth: int) -> None:
         '"' + "a" * 100_000 + '"',
         '"\\u{10FFFF}\\u{D7FF}\\x7f\\*"',
         '"a" like "\\*\\u{2a}**"',
+        '" - - 9223372036854775807 == 1',  # an unterminated string (found by `thorough`)
+        '"a" like "',
+        '{"a": 1} has "',
+        'context["',
         "!!!!true",
         "!!!!!true",
         "----5",
@@ -235,6 +239,21 @@ def test_nesting_around_the_limits(name: str, depth: int) -> None:
 def test_literals_and_prefixes(body: str) -> None:
     """Integer range with minus folding, huge literals, escapes, prefix limits."""
     check(_WHEN % body)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '@a(") permit(principal, action, resource);',
+        'permit(principal == User::", action, resource);',
+        'permit(principal, action in [Action::"],, resource);',
+        'permit(principal, action, resource) when { {": 1} };',
+        'permit(principal, action, resource) when { "a" like "\\" };',
+    ],
+)
+def test_unterminated_strings_anywhere(text: str) -> None:
+    """A lone `"` (an unterminated literal) is never read as a string."""
+    assert not check(text)
 
 
 def test_whitespace_comments_and_lines() -> None:
