@@ -29,6 +29,7 @@ import cedarlite
 from cedarlite.authorizer import make_request
 from cedarlite.compiler import compiled
 from cedarlite.compiler.runtime import make_factory, make_leaf_factory
+from cedarlite.parser import clear_parse_cache
 
 try:
     import cedarpy
@@ -125,6 +126,7 @@ def cedarlite_runner(case: Case) -> Callable[[], str]:
         def load() -> str:
             make_factory.cache_clear()  # cold: no code compiled by an earlier load
             make_leaf_factory.cache_clear()
+            clear_parse_cache()  # nor policies parsed by an earlier load
             try:
                 ps = cedarlite.PolicySet.from_str(case.text)
                 compiled(ps)

@@ -50,7 +50,9 @@ LAYERS: list[list[str]] = [
     ["cedarlite.compiler.codegen"],
     ["cedarlite.compiler"],
     ["cedarlite.compiler.cache"],
-    ["cedarlite._lalr"],  # the only modules that import lark: _lalr, parser, schema._human
+    ["cedarlite._fastparse"],
+    ["cedarlite._lalr"],  # the only modules that import lark: _lalr, _policy_lalr, schema._human
+    ["cedarlite._policy_lalr"],
     ["cedarlite.parser"],
     ["cedarlite._shapes"],
     ["cedarlite.est"],
@@ -278,7 +280,7 @@ def test_a_decision_from_the_compile_cache_loads_no_parser_ast_schema_or_pydanti
     assert not [m for m in mods if m in unneeded]
 
 
-def test_a_decision_from_policy_text_loads_the_parser_but_no_schema_or_pydantic(tmp_path):
+def test_a_decision_from_policy_text_loads_the_parser_but_no_lark_schema_or_pydantic(tmp_path):
     code = (
         "import sys, json, cedarlite\n"
         "r = cedarlite.is_authorized({'principal': 'U::\"a\"', 'action': 'A::\"b\"', "
@@ -286,8 +288,23 @@ def test_a_decision_from_policy_text_loads_the_parser_but_no_schema_or_pydantic(
         "print(json.dumps([r.decision.value, sorted(sys.modules)]))"
     )
     decision, mods = json.loads(python(code))
-    assert decision == "Allow" and "lark" in mods
+    assert decision == "Allow" and "cedarlite.parser" in mods
+    # Valid text is read by the fast parser: Lark and the LALR parser load only for errors.
+    assert not [m for m in mods if m.startswith(("lark", "cedarlite._policy_lalr"))]
     assert not [m for m in mods if m.startswith(("pydantic", "cedarlite.schema"))]
+
+
+def test_a_policy_text_error_loads_the_lalr_parser():
+    code = (
+        "import sys, json, cedarlite\n"
+        "try:\n"
+        "    cedarlite.PolicySet.from_str('permit(principal, action, resource) when { 1 < };')\n"
+        "except cedarlite.ParseError as err:\n"
+        "    print(json.dumps([err.message, sorted(sys.modules)]))"
+    )
+    message, mods = json.loads(python(code))
+    assert message.startswith("unexpected token `}`")
+    assert {"lark", "cedarlite._policy_lalr"} <= set(mods)
 
 
 # A hook process (one per tool call) ends with os._exit once it has answered: the wrapper lists
@@ -363,9 +380,9 @@ def test_a_warm_hook_process_loads_only_what_a_decision_needs(tmp_path, loops):
     path = tmp_path / "hook.json"
     path.write_text(json.dumps(config))
     # The first call builds the guard: the parser, the schema and the configuration models
-    # load (which shows that the listing sees them).
+    # load (which shows that the listing sees them; valid rules need no Lark).
     answer, cold = _hook_process(tmp_path, path, {"command": "git status"})
-    assert answer == "allow" and {"lark", "pydantic", "cedarlite.parser"} <= cold
+    assert answer == "allow" and {"pydantic", "cedarlite.parser"} <= cold
     # Later calls load the built guard from the state directory.
     for command, expected in (("git status", "allow"), ("rm -rf /", "deny")):
         answer, warm = _hook_process(tmp_path, path, {"command": command})

@@ -68,6 +68,21 @@ def test_large_sets_take_the_fast_path_and_keep_policy_spans():
     assert fast[5].conditions[0].body.span is None  # inner spans: PolicySet.spanned
 
 
+def test_sets_of_mostly_distinct_shapes_go_to_the_full_parser():
+    """Past the first MIN_POLICIES policies, more than one new shape in four means a
+    hand-written set: the full parser reads it (faster there), inner spans included."""
+    ops = ["==", "!=", "<", "<=", ">", ">="]
+    text = "\n".join(
+        f"permit (principal, action, resource) when {{ context.a{i % 7} {ops[i % 6]} 1 && "
+        + " && ".join(["context.n > 1"] * (i + 1))
+        + " };"
+        for i in range(3 * MIN_POLICIES)
+    )
+    fast = parse_fast(text)
+    assert fast == parse_policies(text)
+    assert fast[-1].conditions[0].body.span is not None
+
+
 @pytest.mark.parametrize(
     "bad, message",
     [
