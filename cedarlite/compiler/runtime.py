@@ -9,7 +9,7 @@ classes, the reference interpreter or the code generator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from types import CodeType, FunctionType
 from typing import Any
@@ -40,10 +40,19 @@ def _evaluate_deep(expr: Any, P: Any, A: Any, R: Any, C: Any, E: Any) -> Any:
     return Evaluator(Request(P, A, R, C), E).evaluate(expr)
 
 
+def _arith_run(acc: Any, step: Callable[[Any, Any], Any], operands: Iterable[Any]) -> Any:
+    """``acc step o1 step o2 ...`` for a run of operands of one shape (``codegen.RUN_MIN``),
+    each evaluated (by the generator ``operands``) just before its step, as Cedar does."""
+    for operand in operands:
+        acc = step(acc, operand)
+    return acc
+
+
 # Names visible to generated code. Everything a condition calls comes from here.
 _GLOBALS: dict[str, Any] = {
     "__builtins__": {},
     "any": any,
+    "all": all,
     "map": map,
     "EvaluationError": EvaluationError,
     "RecursionError": RecursionError,  # (named by each policy's `except`: no builtins here)
@@ -74,6 +83,7 @@ _GLOBALS: dict[str, Any] = {
     "_ga": ops.get_attr,
     "_like_s": ops.like_segments_match,
     "_ev": _evaluate_deep,
+    "_arun": _arith_run,
     "_is": ops.is_,
     **{f"_e_{name}": fn for name, fn in ops.ENTITY_METHODS.items()},
     "_LO": I64_MIN,
