@@ -328,7 +328,20 @@ class _Gen:
             self._ntmp = ntmp
 
     def _node(self, e: Expr) -> str:
-        match e:
+        match e:  # (the usual node classes first)
+            case GetAttr(expr=inner, attr=attr):
+                memo = self._memo(e)
+                if memo is None:
+                    return self._get_attr(inner, attr)
+                if memo in self._known:
+                    return memo
+                mark = self._mark()
+                code = self._get_attr(inner, attr)  # runs only while the memo is unset
+                self.forget(mark)
+                self._learn(memo)
+                return f"({memo} if {memo} is not _U else ({memo} := {code}))"
+            case Binary(op=op, left=left, right=right):
+                return self._binary(op, left, right)
             case Variable(var=var):
                 return _VAR_NAMES[var]
             case And(operands=operands):
@@ -349,19 +362,8 @@ class _Gen:
                 return f"_neg({self.expr(arg)})"
             case Arith(operands=operands, ops=arith_ops):
                 return self._arith(operands, arith_ops)
-            case Binary(op=op, left=left, right=right):
-                return self._binary(op, left, right)
-            case GetAttr(expr=inner, attr=attr):
-                memo = self._memo(e)
-                if memo is None:
-                    return self._get_attr(inner, attr)
-                if memo in self._known:
-                    return memo
-                mark = self._mark()
-                code = self._get_attr(inner, attr)  # runs only while the memo is unset
-                self.forget(mark)
-                self._learn(memo)
-                return f"({memo} if {memo} is not _U else ({memo} := {code}))"
+            case MethodCall(receiver=receiver, name=name, args=args):
+                return self._method(receiver, name, args)
             case Has(expr=inner, path=path):
                 return self._has(inner, path)
             case Like(expr=inner, pattern=pattern):
@@ -377,8 +379,6 @@ class _Gen:
                 test = self._in(v, target)  # type: ignore[arg-type]
                 self.forget(mark)
                 return f"(_is({assign}, {t!r}) and {test})"
-            case MethodCall(receiver=receiver, name=name, args=args):
-                return self._method(receiver, name, args)
             case Call(name=name, args=args):
                 return self._ext(FUNCTIONS[name], [self.expr(a) for a in args])
             case SetLit(elements=elements):
@@ -408,7 +408,7 @@ class _Gen:
             mark = self._mark()
             parts = [first, *(gen(unit) for unit in units[1:])]
         else:
-            items, mark = self._framed([lambda u=unit: gen(u) for unit in units])  # type: ignore[misc]
+            items, mark = self._framed(gen, units)
             loop = "any" if word == "or" else "all"
             parts = [
                 code if source is None else f"{loop}({code} for {source})"
@@ -429,7 +429,7 @@ class _Gen:
                 self._ntmp = base
                 steps.append(self._arith_step(acc, op, fn, self.expr(operand)))
         else:
-            items, _ = self._framed([lambda x=x: self.expr(x) for x in operands])  # type: ignore[misc]
+            items, _ = self._framed(self.expr, operands)
             steps = [f"({acc} := {self._unframe(*items[0])})"]
             keys = [f"{fn} {code}" for fn, (code, _) in zip(names, items[1:], strict=True)]
             for i, code, source in self._runs(items[1:], keys):
@@ -450,19 +450,21 @@ class _Gen:
         checked = f"_LO <= ({r} := {acc} {op.value} {v}) <= _HI"
         return f"({acc} := {r} if {both_int} and {checked} else {fn}({acc}, {v}))"
 
-    def _framed(self, gens: Sequence[Callable[[], str]]) -> tuple[list[tuple[str, list[Any]]], int]:
-        """The code of each of ``gens`` (the operands of a long chain, generated in order),
-        with the constants each refers to in a frame of its own (see :meth:`const`), and the
-        mark of what is known after the first."""
+    def _framed(
+        self, gen: Callable[[Any], str], operands: Sequence[Any]
+    ) -> tuple[list[tuple[str, list[Any]]], int]:
+        """The code ``gen`` makes of each of ``operands`` (of a long chain, in order), with the
+        constants each refers to in a frame of its own (see :meth:`const`), and the mark of
+        what is known after the first."""
         outer = self._frame
         self._frames += 1
         items: list[tuple[str, list[Any]]] = []
         mark = self._mark()
         try:
-            for gen in gens:
+            for operand in operands:
                 frame: list[Any] = []
                 self._frame = frame
-                items.append((gen(), frame))
+                items.append((gen(operand), frame))
                 if len(items) == 1:
                     mark = self._mark()
         finally:
@@ -671,7 +673,7 @@ class _Gen:
         return f"({test} if {assign}.__class__ is str else _like_s({v}, {self.const(segments)}))"
 
     def _method(self, receiver: Expr, name: str, args: tuple[Expr, ...]) -> str:
-        codes = [self.expr(receiver), *(self.expr(a) for a in args)]
+        codes = [self.expr(receiver), *[self.expr(a) for a in args]]
         if name in ops.PURE_METHODS:
             return f"_m_{name}({', '.join(codes)})"
         if name in ops.ENTITY_METHODS:
