@@ -372,9 +372,11 @@ def _hash_tree(root: Expr) -> int:
     while i < len(order):
         node = order[i]
         i += 1
-        if not node._hash and id(node) not in expanded:
-            expanded.add(id(node))
-            order += table.get(node.__class__, _generic_children)(node)
+        if not node._hash:
+            kids = table.get(node.__class__, _generic_children)(node)
+            if kids and id(node) not in expanded:
+                expanded.add(id(node))
+                order += kids
     keys = _HASH_KEYS
     setattr_ = object.__setattr__
     for node in reversed(order):

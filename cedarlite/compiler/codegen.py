@@ -344,6 +344,8 @@ class _Gen:
                 return self._binary(op, left, right)
             case Variable(var=var):
                 return _VAR_NAMES[var]
+            case MethodCall(receiver=receiver, name=name, args=args):
+                return self._method(receiver, name, args)
             case And(operands=operands):
                 return self._junction([(x,) for x in operands], "and")
             case Or(operands=operands):
@@ -362,8 +364,6 @@ class _Gen:
                 return f"_neg({self.expr(arg)})"
             case Arith(operands=operands, ops=arith_ops):
                 return self._arith(operands, arith_ops)
-            case MethodCall(receiver=receiver, name=name, args=args):
-                return self._method(receiver, name, args)
             case Has(expr=inner, path=path):
                 return self._has(inner, path)
             case Like(expr=inner, pattern=pattern):
@@ -563,17 +563,20 @@ class _Gen:
             i = j
         return units
 
-    def _string_test_subject(self, e: Expr) -> int | None:
+    def _string_test_subject(self, e: Any) -> int | None:
         """The shared path that ``e`` tests against a string literal (``like``, ``==``)."""
-        match e:
-            case Like(expr=inner):
-                subject = inner
-            case Binary(op=BinOp.EQ, left=left, right=Lit(value=v)) if v.__class__ is str:
-                subject = left
-            case Binary(op=BinOp.EQ, left=Lit(value=v), right=right) if v.__class__ is str:
-                subject = right
-            case _:
+        cls = e.__class__
+        if cls is Like:
+            subject = e.expr
+        elif cls is Binary and e.op is BinOp.EQ:
+            if e.right.__class__ is Lit and e.right.value.__class__ is str:
+                subject = e.left
+            elif e.left.__class__ is Lit and e.left.value.__class__ is str:
+                subject = e.right
+            else:
                 return None
+        else:
+            return None
         path = self._path_of.get(id(subject))
         return path if path is not None and path in self._shared else None
 
