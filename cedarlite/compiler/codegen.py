@@ -75,8 +75,15 @@ _BOOL_METHODS = frozenset(
 )
 
 
+_RELATIONS = frozenset({Binary, And, Or, Has, Like, Is})  # (Binary nodes are relations)
+
+
 def returns_bool(e: Expr) -> bool:
     """``e`` evaluates to a Bool whenever it does not raise (so no Bool check is needed)."""
+    if e.__class__ in _RELATIONS:
+        return True
+    if e.__class__ is MethodCall:
+        return e.name in _BOOL_METHODS
     pending = [e]
     while pending:  # iterative: `if` cascades may be deep
         node = pending.pop()
@@ -173,9 +180,13 @@ _FOLD_EVALUATOR = Evaluator(
 
 def _fold(e: Expr) -> tuple[bool, Any]:
     """``(True, value)`` if the constant expression ``e`` evaluates without error."""
-    if isinstance(e, SetLit) and all(isinstance(x, Lit) for x in e.elements):
-        # (the interpreter's value, without its machinery: a literal set of literals)
-        return True, CedarSet(x.value for x in e.elements)  # type: ignore[attr-defined]
+    if e.__class__ is SetLit:
+        # The interpreter's value, without its machinery, for a literal set of literals (with
+        # no `true` or `false`, whose Cedar keys are not the values themselves).
+        elements = e.elements
+        values = [x.value for x in elements if x.__class__ is Lit]
+        if len(values) == len(elements) and bool not in map(type, values):
+            return True, CedarSet.of_keys(frozenset(values))
     try:
         return True, _FOLD_EVALUATOR.evaluate(e)
     except EvaluationError:
@@ -315,10 +326,13 @@ class _Gen:
                 return self.literal(value)
         if self._depth >= CODEGEN_DEPTH:
             return f"_ev({self.const(e)}, P, A, R, C, E)"
+        node = _NODES.get(e.__class__)
+        if node is None:  # pragma: no cover - every node class has its method
+            raise TypeError(f"not an expression node: {type(e).__name__}")
         self._depth += 1
         ntmp = self._ntmp
         try:
-            return self._node(e)
+            return node(self, e)
         finally:
             self._depth -= 1
             # INVARIANT: a node's temporaries are dead once its code has run (its value is
@@ -327,69 +341,66 @@ class _Gen:
             # runs after this node reuses them, and a leaf has few distinct locals.
             self._ntmp = ntmp
 
-    def _node(self, e: Expr) -> str:
-        match e:  # (the usual node classes first)
-            case GetAttr(expr=inner, attr=attr):
-                memo = self._memo(e)
-                if memo is None:
-                    return self._get_attr(inner, attr)
-                if memo in self._known:
-                    return memo
-                mark = self._mark()
-                code = self._get_attr(inner, attr)  # runs only while the memo is unset
-                self.forget(mark)
-                self._learn(memo)
-                return f"({memo} if {memo} is not _U else ({memo} := {code}))"
-            case Binary(op=op, left=left, right=right):
-                return self._binary(op, left, right)
-            case Variable(var=var):
-                return _VAR_NAMES[var]
-            case MethodCall(receiver=receiver, name=name, args=args):
-                return self._method(receiver, name, args)
-            case And(operands=operands):
-                return self._junction([(x,) for x in operands], "and")
-            case Or(operands=operands):
-                return self._junction(self._or_units(operands), "or")
-            case If(cond=c, then_=t, else_=f):
-                test = self.bool_(c)
-                mark = self._mark()
-                then = self.expr(t)
-                self.forget(mark)
-                other = self.expr(f)
-                self.forget(mark)
-                return f"({then} if {test} else {other})"
-            case Unary(op=UnaryOp.NOT, arg=arg):
-                return f"(not {self.bool_(arg)})"
-            case Unary(op=UnaryOp.NEG, arg=arg):
-                return f"_neg({self.expr(arg)})"
-            case Arith(operands=operands, ops=arith_ops):
-                return self._arith(operands, arith_ops)
-            case Has(expr=inner, path=path):
-                return self._has(inner, path)
-            case Like(expr=inner, pattern=pattern):
-                return self._like(inner, pattern)
-            case Is(expr=inner, entity_type=t, in_expr=None):
-                assign, v = self._bind(self.expr(inner))
-                return (
-                    f"({v}.type == {t!r} if {assign}.__class__ is EntityUID else _is({v}, {t!r}))"
-                )
-            case Is(expr=inner, entity_type=t, in_expr=target):
-                assign, v = self._bind(self.expr(inner))
-                mark = self._mark()
-                test = self._in(v, target)  # type: ignore[arg-type]
-                self.forget(mark)
-                return f"(_is({assign}, {t!r}) and {test})"
-            case Call(name=name, args=args):
-                return self._ext(FUNCTIONS[name], [self.expr(a) for a in args])
-            case SetLit(elements=elements):
-                return f"CedarSet({_tuple([self.expr(x) for x in elements])})"
-            case RecordLit(entries=entries):
-                # Entries evaluate in key order, as the interpreter's (Rust's BTreeMap).
-                body = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in sorted(entries))
-                return f"Record({{{body}}})"
-            case Slot(slot=slot):
-                raise ValueError(f"unlinked template slot `{slot.value}` in a condition")
-        raise TypeError(f"not an expression node: {type(e).__name__}")  # pragma: no cover
+    # -- one method per node class (see `_NODES`) ---------------------------------------------
+
+    def _read(self, e: Any) -> str:
+        memo = self._memo(e)
+        if memo is None:
+            return self._get_attr(e.expr, e.attr)
+        if memo in self._known:
+            return memo
+        mark = self._mark()
+        code = self._get_attr(e.expr, e.attr)  # runs only while the memo is unset
+        self.forget(mark)
+        self._learn(memo)
+        return f"({memo} if {memo} is not _U else ({memo} := {code}))"
+
+    def _variable(self, e: Any) -> str:
+        return _VAR_NAMES[e.var]
+
+    def _and(self, e: Any) -> str:
+        return self._junction([(x,) for x in e.operands], "and")
+
+    def _or(self, e: Any) -> str:
+        return self._junction(self._or_units(e.operands), "or")
+
+    def _if(self, e: Any) -> str:
+        test = self.bool_(e.cond)
+        mark = self._mark()
+        then = self.expr(e.then_)
+        self.forget(mark)
+        other = self.expr(e.else_)
+        self.forget(mark)
+        return f"({then} if {test} else {other})"
+
+    def _unary(self, e: Any) -> str:
+        if e.op is UnaryOp.NOT:
+            return f"(not {self.bool_(e.arg)})"
+        return f"_neg({self.expr(e.arg)})"
+
+    def _is(self, e: Any) -> str:
+        t = e.entity_type
+        assign, v = self._bind(self.expr(e.expr))
+        if e.in_expr is None:
+            return f"({v}.type == {t!r} if {assign}.__class__ is EntityUID else _is({v}, {t!r}))"
+        mark = self._mark()
+        test = self._in(v, e.in_expr)
+        self.forget(mark)
+        return f"(_is({assign}, {t!r}) and {test})"
+
+    def _call(self, e: Any) -> str:
+        return self._ext(FUNCTIONS[e.name], [self.expr(a) for a in e.args])
+
+    def _set(self, e: Any) -> str:
+        return f"CedarSet({_tuple([self.expr(x) for x in e.elements])})"
+
+    def _record(self, e: Any) -> str:
+        # Entries evaluate in key order, as the interpreter's (Rust's BTreeMap).
+        body = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in sorted(e.entries))
+        return f"Record({{{body}}})"
+
+    def _slot(self, e: Any) -> str:
+        raise ValueError(f"unlinked template slot `{e.slot.value}` in a condition")
 
     # -- chains --------------------------------------------------------------------------------
 
@@ -417,9 +428,10 @@ class _Gen:
         self.forget(mark)
         return "(" + f" {word} ".join(parts) + ")"
 
-    def _arith(self, operands: tuple[Expr, ...], arith_ops: tuple[BinOp, ...]) -> str:
+    def _arith(self, e: Any) -> str:
         """A chain ``a op b op c ...``: one step per operator, in a flat tuple (evaluated left
         to right), so that a long chain does not nest Python expressions."""
+        operands, arith_ops = e.operands, e.ops
         acc = self.tmp()
         base = self._ntmp  # each step's temporaries are dead after it: the next reuses them
         names = [_ARITH_FNS[op] for op in arith_ops]
@@ -508,7 +520,8 @@ class _Gen:
 
     # -- operators ---------------------------------------------------------------------------
 
-    def _binary(self, op: BinOp, left: Expr, right: Expr) -> str:
+    def _binary(self, e: Any) -> str:
+        op, left, right = e.op, e.left, e.right
         if op is BinOp.IN:
             return self._in(self.expr(left), right)
         if op in (BinOp.EQ, BinOp.NEQ):
@@ -652,7 +665,8 @@ class _Gen:
             f"and {attr!r} in {v} else _ga({v}, {attr!r}, E))"
         )
 
-    def _has(self, inner: Expr, path: tuple[str, ...]) -> str:
+    def _has(self, e: Any) -> str:
+        inner, path = e.expr, e.path
         assign, v = self._bind(self.expr(inner))
         parts = [self._has_one(assign, v, path[0])]
         for prev, attr in itertools.pairwise(path):
@@ -666,8 +680,8 @@ class _Gen:
         """``has attr`` on the value that ``assign`` computes into variable ``v``."""
         return f"({attr!r} in {v} if {assign}.__class__ is Record else _has({v}, {attr!r}, E))"
 
-    def _like(self, inner: Expr, pattern: tuple[Any, ...]) -> str:
-        segments = like_segments(pattern)
+    def _like(self, e: Any) -> str:
+        inner, segments = e.expr, like_segments(e.pattern)
         code = self.expr(inner)
         if _string_test("_", segments) is None:
             return f"_like_s({code}, {self.const(segments)})"
@@ -675,8 +689,9 @@ class _Gen:
         test = _string_test(v, segments)
         return f"({test} if {assign}.__class__ is str else _like_s({v}, {self.const(segments)}))"
 
-    def _method(self, receiver: Expr, name: str, args: tuple[Expr, ...]) -> str:
-        codes = [self.expr(receiver), *[self.expr(a) for a in args]]
+    def _method(self, e: Any) -> str:
+        name = e.name
+        codes = [self.expr(e.receiver), *[self.expr(a) for a in e.args]]
         if name in ops.PURE_METHODS:
             return f"_m_{name}({', '.join(codes)})"
         if name in ops.ENTITY_METHODS:
@@ -688,6 +703,27 @@ class _Gen:
             return f"_x_{func.name}({', '.join(codes)})"
         # Wrong arity is an evaluation error, raised after the arguments are evaluated.
         return f"_X_{func.name}.call({_tuple(codes)})"
+
+
+# The code of each expression node class (a method of `_Gen`).
+_NODES: dict[type, Callable[[_Gen, Any], str]] = {
+    GetAttr: _Gen._read,
+    Binary: _Gen._binary,
+    Variable: _Gen._variable,
+    MethodCall: _Gen._method,
+    And: _Gen._and,
+    Or: _Gen._or,
+    If: _Gen._if,
+    Unary: _Gen._unary,
+    Arith: _Gen._arith,
+    Has: _Gen._has,
+    Like: _Gen._like,
+    Is: _Gen._is,
+    Call: _Gen._call,
+    SetLit: _Gen._set,
+    RecordLit: _Gen._record,
+    Slot: _Gen._slot,
+}
 
 
 def _literal(test: Any) -> str:
