@@ -149,22 +149,25 @@ def _analyse(bodies: Sequence[Expr]) -> tuple[set[int], dict[int, int], dict[int
     path_of: dict[int, int] = {}
     counts: dict[int, int] = {}
     reads = _READS
+    add = foldable.add
     for node, kids in zip(reversed(order), reversed(kids_of), strict=True):
         cls = node.__class__
-        if cls is GetAttr:
+        if not kids:
+            if cls is Lit:
+                add(id(node))
+            elif cls is Variable:
+                key: tuple[Any, str] = (None, node.var._value_)
+                path_of[id(node)] = numbers.setdefault(key, len(numbers))
+        elif cls is GetAttr:
             inner = path_of.get(id(node.expr))
             if inner is not None:
-                key: tuple[Any, str] = (inner, node.attr)
-                number = numbers.setdefault(key, len(numbers))
+                number = numbers.setdefault((inner, node.attr), len(numbers))
                 path_of[id(node)] = number
                 counts[number] = counts.get(number, 0) + 1
-        elif cls is Variable:
-            key = (None, node.var._value_)
-            path_of[id(node)] = numbers.setdefault(key, len(numbers))
-        elif ((test := reads.get(cls)) is None or not test(node)) and (
-            not kids or foldable.issuperset(map(id, kids))
+        elif foldable.issuperset(map(id, kids)) and (
+            (test := reads.get(cls)) is None or not test(node)
         ):
-            foldable.add(id(node))
+            add(id(node))
     return foldable, path_of, counts
 
 
