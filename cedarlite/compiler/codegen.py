@@ -22,6 +22,16 @@ in one call, so the tests cost little beyond scanning the string.
 
 Literals are hoisted into a constants tuple ``K``, so leaves that differ only in their
 literals share one compiled code object (cached by source text).
+
+Long chains stay cheap to compile (Python's ``compile()`` costs about a microsecond per
+character of source): a memo that is certainly set at a point of the code (read by the first
+operand of the chain it is in, or by an earlier operand of the same ``&&``/``||``) is used
+there by its bare name; a node's temporaries are reused by the code that runs after it; and
+in a chain of :data:`RUN_MIN` operands or more, consecutive operands whose code is the same
+but for their literals become one loop over a tuple of those literals (``any``/``all`` over a
+generator for ``||``/``&&``, a helper applying the operator for arithmetic), evaluated in
+the same order with the same short-circuits and errors. A 1,000-term allowlist is a few
+hundred characters of source.
 """
 
 from __future__ import annotations
@@ -232,8 +242,9 @@ class _Gen:
         self._path_of: dict[int, int] = {}
         self._shared: set[int] = set()
         self.memos: dict[int, str] = {}
-        # The memos certainly set where the code being generated runs (see `_known_after`),
-        # and the order they were learned in, to forget them on leaving a conditional part.
+        # The memos certainly set where the code being generated runs (a read of them on
+        # every path there), and the order they were learned in, to forget them on leaving a
+        # part of the code that may not run (see `forget`).
         self._known: set[str] = set()
         self._learned: list[str] = []
 
@@ -347,6 +358,8 @@ class _Gen:
     # -- one method per node class (see `_NODES`) ---------------------------------------------
 
     def _read(self, e: Any) -> str:
+        """An attribute read: through its memo if its path is shared (the memo's bare name
+        where it is certainly set already)."""
         memo = self._memo(e)
         if memo is None:
             return self._get_attr(e.expr, e.attr)
@@ -686,7 +699,7 @@ class _Gen:
     def _like(self, e: Any) -> str:
         inner, segments = e.expr, like_segments(e.pattern)
         code = self.expr(inner)
-        if _string_test("_", segments) is None:
+        if _string_test("_", segments) is None:  # (no str method does it: no fast path)
             return f"_like_s({code}, {self.const(segments)})"
         assign, v = self._bind(code)
         test = _string_test(v, segments)
