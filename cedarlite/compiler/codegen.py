@@ -23,15 +23,15 @@ in one call, so the tests cost little beyond scanning the string.
 Literals are hoisted into a constants tuple ``K``, so leaves that differ only in their
 literals share one compiled code object (cached by source text).
 
-Long chains stay cheap to compile (Python's ``compile()`` costs about a microsecond per
-character of source): a memo that is certainly set at a point of the code (read by the first
-operand of the chain it is in, or by an earlier operand of the same ``&&``/``||``) is used
-there by its bare name; a node's temporaries are reused by the code that runs after it; and
-in a chain of :data:`RUN_MIN` operands or more, consecutive operands whose code is the same
-but for their literals become one loop over a tuple of those literals (``any``/``all`` over a
-generator for ``||``/``&&``, a helper applying the operator for arithmetic), evaluated in
-the same order with the same short-circuits and errors. A 1,000-term allowlist is a few
-hundred characters of source.
+Long chains stay cheap to compile (Python's ``compile()`` took ~150 ms for the 243 KB once
+generated for a 1,000-term ``+`` chain): a memo that is certainly set at a point of the code
+(read by the first operand of the chain it is in, or by an earlier operand of the same
+``&&``/``||``) is used there by its bare name; a node's temporaries are reused by the code
+that runs after it; and in a chain of :data:`RUN_MIN` operands or more, consecutive operands
+whose code is the same but for their literals become one loop over a tuple of those literals
+(``any``/``all`` over a generator for ``||``/``&&``, a helper applying the operator for
+arithmetic), evaluated in the same order with the same short-circuits and errors. A
+1,000-term allowlist is a few hundred characters of source.
 """
 
 from __future__ import annotations
