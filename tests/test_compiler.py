@@ -661,7 +661,7 @@ _CHAIN_VALUES = st.one_of(
 )
 
 
-@settings(max_examples=2 * N, deadline=None)
+@settings(max_examples=N, deadline=None)
 @given(
     _chain_policies(),
     st.dictionaries(
