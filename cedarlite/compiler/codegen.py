@@ -146,15 +146,18 @@ def _analyse(bodies: Sequence[Expr]) -> tuple[set[int], dict[int, int], dict[int
     # nodes inside it), with its children.
     order: list[Any] = list(bodies)
     kids_of: list[tuple[Expr, ...]] = []
+    foldable: set[int] = set()
     table = _CHILDREN_OF
     i = 0
     while i < len(order):
         node = order[i]
         kids = table.get(node.__class__, _generic_children)(node)
+        if node.__class__ is SetLit and all(kid.__class__ is Lit for kid in kids):
+            foldable.add(id(node))  # a literal set of literals (`[...].contains(x)`): done
+            kids = ()
         kids_of.append(kids)
         order += kids
         i += 1
-    foldable: set[int] = set()
     numbers: dict[tuple[Any, str], int] = {}
     path_of: dict[int, int] = {}
     counts: dict[int, int] = {}
