@@ -9,6 +9,7 @@ classes, the reference interpreter or the code generator.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from types import CodeType, FunctionType
@@ -40,11 +41,28 @@ def _evaluate_deep(expr: Any, P: Any, A: Any, R: Any, C: Any, E: Any) -> Any:
     return Evaluator(Request(P, A, R, C), E).evaluate(expr)
 
 
+_INT_OPS: dict[Any, Callable[[int, int], int]] = {
+    ops.add: operator.add,
+    ops.sub: operator.sub,
+    ops.mul: operator.mul,
+}
+
+
 def _arith_run(acc: Any, step: Callable[[Any, Any], Any], operands: Iterable[Any]) -> Any:
     """``acc step o1 step o2 ...`` for a run of operands of one shape (``codegen.RUN_MIN``),
-    each evaluated (by the generator ``operands``) just before its step, as Cedar does."""
+    each evaluated (by the generator ``operands``) just before its step, as Cedar does;
+    ``step`` is ``_ops.add``, ``sub`` or ``mul`` (the checked operation, which also makes
+    the errors), with a fast path for two integers whose result fits in 64 bits."""
+    fast = _INT_OPS[step]
     for operand in operands:
-        acc = step(acc, operand)
+        if (
+            acc.__class__ is int
+            and operand.__class__ is int
+            and I64_MIN <= (result := fast(acc, operand)) <= I64_MAX
+        ):
+            acc = result
+        else:
+            acc = step(acc, operand)
     return acc
 
 
