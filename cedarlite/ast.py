@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -359,18 +360,37 @@ def _pop(stack: list[Any], count: int) -> Iterator[Any]:
 
 def _hash_tree(root: Expr) -> int:
     """Hash every node of the tree not hashed yet, children first (each once: hashes are
-    cached on the nodes)."""
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, ready = stack.pop()
-        if ready:
-            own = tuple(_holes(getattr(node, n)) for n in _fields(node.__class__))
-            kids = tuple(kid._hash for kid in children(node))
-            object.__setattr__(node, "_hash", hash((node.__class__, own, kids)) or 1)
-        elif not node._hash:
-            stack.append((node, True))
-            stack.extend((kid, False) for kid in children(node) if not kid._hash)
+    cached on the nodes). Linear in the nodes not hashed yet, a subtree shared by several
+    parents included."""
+    if root._hash:
+        return root._hash
+    # Top-down, breadth first: reversed, every node comes after all the nodes inside it.
+    order = [root]
+    expanded: set[int] = set()
+    table = _CHILDREN
+    i = 0
+    while i < len(order):
+        node = order[i]
+        i += 1
+        if not node._hash:
+            kids = table.get(node.__class__, _generic_children)(node)
+            if kids and id(node) not in expanded:
+                expanded.add(id(node))
+                order += kids
+    keys = _HASH_KEYS
+    setattr_ = object.__setattr__
+    for node in reversed(order):
+        if not node._hash:
+            key = keys.get(node.__class__)
+            own = key(node) if key is not None else _generic_hash_key(node)
+            setattr_(node, "_hash", hash(own) or 1)
     return root._hash
+
+
+def _generic_hash_key(node: Expr) -> tuple[Any, ...]:
+    """The hash key of a node of a class of another module (read from its fields)."""
+    own = tuple(_holes(getattr(node, n)) for n in _fields(node.__class__))
+    return node.__class__, own, tuple(kid._hash for kid in children(node))
 
 
 class _Out(str):
@@ -580,6 +600,32 @@ _CHILDREN: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     Call: lambda e: e.args,
     SetLit: lambda e: e.elements,
     RecordLit: lambda e: tuple(value for _, value in e.entries),
+}
+
+
+_HASH = attrgetter("_hash")
+# What a node's hash is made of: its class, its own fields (spans aside) and its children's
+# hashes (set before it is hashed). Equal trees give equal keys (a literal's `true` and `1`
+# collide, and `same_tree` tells them apart); enum members by their value (an enum's own
+# `__hash__` is Python code).
+_HASH_KEYS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    Lit: lambda e: (Lit, e.value),
+    Variable: lambda e: (Variable, e.var._value_),
+    Slot: lambda e: (Slot, e.slot._value_),
+    Unary: lambda e: (Unary, e.op._value_, e.arg._hash),
+    Binary: lambda e: (Binary, e.op._value_, e.left._hash, e.right._hash),
+    And: lambda e: (And, *map(_HASH, e.operands)),
+    Or: lambda e: (Or, *map(_HASH, e.operands)),
+    Arith: lambda e: (Arith, *map(_HASH, e.operands), *[op._value_ for op in e.ops]),
+    If: lambda e: (If, e.cond._hash, e.then_._hash, e.else_._hash),
+    GetAttr: lambda e: (GetAttr, e.attr, e.expr._hash),
+    Has: lambda e: (Has, e.path, e.expr._hash),
+    Like: lambda e: (Like, e.pattern, e.expr._hash),
+    Is: lambda e: (Is, e.entity_type, e.expr._hash, e.in_expr and e.in_expr._hash),
+    MethodCall: lambda e: (MethodCall, e.name, e.receiver._hash, *map(_HASH, e.args)),
+    Call: lambda e: (Call, e.name, *map(_HASH, e.args)),
+    SetLit: lambda e: (SetLit, *map(_HASH, e.elements)),
+    RecordLit: lambda e: (RecordLit, *[(key, value._hash) for key, value in e.entries]),
 }
 
 

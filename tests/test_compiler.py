@@ -591,3 +591,93 @@ def leaf_source_of(conditions: list[str]) -> str:
             f"   errs.append((G[{j}], _DEEP))",
         ]
     return "\n".join([*lines, "  return _s"]) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Long chains: operands of one shape become loops (codegen.RUN_MIN), shared reads are read once
+
+
+# Operand shapes, `{n}` a literal drawn per operand: integer tests on shared reads, string
+# tests, set membership, nested reads, errors (a missing attribute, a non-Bool), branches.
+_OPERANDS = [
+    "context.x == {n}",
+    "context.x < {n}",
+    "{n} == context.x",
+    '["c{n}", "d{n}"].contains(context.s)',
+    'context.s like "*{n}"',
+    'context.s == "d{n}"',
+    "context.r.a == {n}",
+    "context.r.a.b > {n}",
+    "context.t",
+    "context.nope == {n}",
+    "(context.x + {n} > 5)",
+    "(if context.t then context.x == {n} else context.r.a == {n})",
+    "(context has r && context.r.a == {n})",
+    '(context.x == {n} || context.s == "d{n}" || context.x == {n} || context.x == {n} '
+    "|| context.x == {n} || context.x == {n} || context.x == {n} || context.x == {n})",
+    "principal.level == {n}",
+    "context.y",
+]
+_TERMS = ["context.x", "{n}", "context.r.a", "context.y", "(context.x * {n})", "context.s"]
+
+
+@st.composite
+def _chain(draw, parts: list[str], joiners: list[str], longest: int = 30) -> str:
+    """A chain of up to ``longest`` operands, in runs of one shape (long runs are likely)."""
+    out: list[str] = []
+    length = draw(st.integers(1, longest))
+    while len(out) < length:
+        shape = draw(st.sampled_from(parts))
+        same_n = draw(st.booleans())
+        n0 = draw(st.integers(-2, 12))
+        for _ in range(draw(st.sampled_from([1, 2, 8, 9, 12]))):
+            n = n0 if same_n else draw(st.integers(-2, 12))
+            out.append(shape.format(n=n))
+    glue = [draw(st.sampled_from(joiners)) for _ in out[1:]]
+    return out[0] + "".join(f" {g} {o}" for g, o in zip(glue, out[1:], strict=False))
+
+
+@st.composite
+def _chain_policies(draw) -> str:
+    texts = []
+    for i in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["||", "&&", "arith", "nested"]))
+        if kind == "arith":
+            ops = draw(st.sampled_from([["+", "-"], ["+"], ["*"]]))
+            body = f"({draw(_chain(_TERMS, ops))}) {draw(st.sampled_from(['==', '<']))} 9"
+        elif kind == "nested":
+            inner = draw(_chain(_OPERANDS, ["||"], 12))
+            body = draw(_chain([f"({inner})", *_OPERANDS[:3]], ["&&"], 12))
+        else:
+            body = draw(_chain(_OPERANDS, [kind]))
+        effect = draw(st.sampled_from(["permit", "forbid"]))
+        clause = draw(st.sampled_from(["when", "unless"]))
+        texts.append(f'@id("p{i}") {effect} (principal, action, resource) {clause} {{ {body} }};')
+    return "\n".join(texts)
+
+
+_CHAIN_VALUES = st.one_of(
+    st.integers(-3, 12), st.sampled_from(["d3", "x5", "c0", ""]), st.booleans()
+)
+
+
+@settings(max_examples=N, deadline=None)
+@given(
+    _chain_policies(),
+    st.dictionaries(
+        st.sampled_from(["x", "y", "s", "t", "r"]),
+        st.one_of(_CHAIN_VALUES, st.fixed_dictionaries({"a": _CHAIN_VALUES})),
+    ),
+    st.one_of(st.none(), st.integers(0, 3)),
+)
+def test_long_chains_equal_the_reference(text, context, level):
+    """Chains long enough for loops over operands of one shape, shared reads known to be
+    read, and errors anywhere in them: decision, reasons and errors equal the reference's."""
+    ps = cedarlite.PolicySet.from_str(text)
+    attrs = {} if level is None else {"level": level}
+    ents = cedarlite.Entities.from_json([{"uid": _UID, "attrs": attrs, "parents": []}])
+    req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": context}
+    ref = cedarlite.is_authorized(req, ps, ents, engine="reference")
+    assert cedarlite.is_authorized(req, ps, ents) == ref
+    clone = pickle.loads(pickle.dumps(compiled(ps)))  # the loops' constants pickle too
+    assert clone.decide(req, ents) == ref

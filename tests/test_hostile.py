@@ -246,6 +246,18 @@ def test_a_thousand_term_chain(name: str) -> None:
     assert list(PolicySet.from_str(print_policies([policy]))) == [policy]
 
 
+@pytest.mark.parametrize("name", list(CHAINS))
+def test_a_thousand_term_chain_compiles_to_a_loop(name: str) -> None:
+    """Operands of one shape are one loop over their literals: the generated source (and
+    Python's compile of it) does not grow with the chain, and nothing in it is per term."""
+    body, context, expected = CHAINS[name]
+    ps = PolicySet.from_str(when(body))
+    (leaf,) = compiled(ps).leaves
+    assert leaf.source is not None and len(leaf.source[0]) < 1_000
+    pickled = pickle.loads(pickle.dumps(compiled(ps)))  # the loops' literals pickle too
+    assert pickled.decide(request(context), Entities()).decision.value == expected
+
+
 def test_chains_keep_cedars_left_to_right_errors() -> None:
     """Short-circuit and error order are Cedar's, checked against the Rust engine."""
     cases = [

@@ -45,7 +45,7 @@ OUTCOMES = 4096
 satisfied, without errors): a decision whose outcome was seen before returns the same
 immutable :class:`~cedarlite.Response` instead of building one."""
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """Version of the pickled state; bumped whenever the compiled representation changes."""
 
 
@@ -58,8 +58,23 @@ def _make_leaves(policies: Sequence[Policy]) -> Any:
 
     forbid = Effect.FORBID
     # Generated sets repeat conditions (the same `when` on a thousand scopes): equal lists
-    # of conditions (by value, spans aside) give the same source, made once.
+    # of conditions (by value, spans aside) give the same source, made once. Looking one up
+    # hashes every node of the conditions, which only pays once there is a second leaf: the
+    # first leaf's conditions wait in `first` until then.
     sources: dict[tuple[Any, ...], Any] = {}
+    first: list[tuple[tuple[Any, ...], Any]] = []
+
+    def source_of(members: list[Policy]) -> Any:
+        key = tuple(p.conditions for p in members)
+        if not first:
+            first.append((key, leaf_source(members)))
+            return first[0][1]
+        if not sources:
+            sources[first[0][0]] = first[0][1]
+        source = sources.get(key)
+        if source is None:
+            source = sources[key] = leaf_source(members)
+        return source
 
     def leaf(positions: list[int]) -> Leaf:
         members = [policies[i] for i in positions]
@@ -71,11 +86,7 @@ def _make_leaves(policies: Sequence[Policy]) -> Any:
                 forbids |= 1 << j
         if base == (1 << len(members)) - 1:
             return Leaf(tuple(positions), base, forbids, None)
-        key = tuple(p.conditions for p in members)
-        source = sources.get(key)
-        if source is None:
-            source = sources[key] = leaf_source(members)
-        return Leaf(tuple(positions), base, forbids, source)
+        return Leaf(tuple(positions), base, forbids, source_of(members))
 
     def make(positions: list[int]) -> tuple[Leaf, ...]:
         conditional = [i for i in positions if policies[i].conditions]

@@ -9,7 +9,8 @@ classes, the reference interpreter or the code generator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from types import CodeType, FunctionType
 from typing import Any
@@ -40,10 +41,36 @@ def _evaluate_deep(expr: Any, P: Any, A: Any, R: Any, C: Any, E: Any) -> Any:
     return Evaluator(Request(P, A, R, C), E).evaluate(expr)
 
 
+_INT_OPS: dict[Any, Callable[[int, int], int]] = {
+    ops.add: operator.add,
+    ops.sub: operator.sub,
+    ops.mul: operator.mul,
+}
+
+
+def _arith_run(acc: Any, step: Callable[[Any, Any], Any], operands: Iterable[Any]) -> Any:
+    """``acc step o1 step o2 ...`` for a run of operands of one shape (``codegen.RUN_MIN``),
+    each evaluated (by the generator ``operands``) just before its step, as Cedar does;
+    ``step`` is ``_ops.add``, ``sub`` or ``mul`` (the checked operation, which also makes
+    the errors), with a fast path for two integers whose result fits in 64 bits."""
+    fast = _INT_OPS[step]
+    for operand in operands:
+        if (
+            acc.__class__ is int
+            and operand.__class__ is int
+            and I64_MIN <= (result := fast(acc, operand)) <= I64_MAX
+        ):
+            acc = result
+        else:
+            acc = step(acc, operand)
+    return acc
+
+
 # Names visible to generated code. Everything a condition calls comes from here.
 _GLOBALS: dict[str, Any] = {
     "__builtins__": {},
     "any": any,
+    "all": all,
     "map": map,
     "EvaluationError": EvaluationError,
     "RecursionError": RecursionError,  # (named by each policy's `except`: no builtins here)
@@ -74,6 +101,7 @@ _GLOBALS: dict[str, Any] = {
     "_ga": ops.get_attr,
     "_like_s": ops.like_segments_match,
     "_ev": _evaluate_deep,
+    "_arun": _arith_run,
     "_is": ops.is_,
     **{f"_e_{name}": fn for name, fn in ops.ENTITY_METHODS.items()},
     "_LO": I64_MIN,
