@@ -650,6 +650,7 @@ def test_cli_as_a_subprocess_with_local_processes(log: Path, tmp_path: Path) -> 
         ('context.input.env.HOME == "/"', {("env", "HOME")}, False),
         ("resource has a.b", {("a", "b")}, False),
         ("context has input.a", {("a",)}, False),
+        ("context has input", set(), False),  # every call's context has its input
         ('context.input == {"a": 1}', {()}, False),
         ("context == {}", {()}, False),
         ('context.agentId == "x" && principal.name == "y"', set(), False),
@@ -891,3 +892,52 @@ def test_run_contexts_equal_in_python_but_not_in_json_get_their_own_guards(
     assert count == 2 and "sandboxed" in message
     assert report.transitions == {"allow->block": 2}
     assert report.unchanged == 2
+
+
+def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
+    # The memo keys an offered call with valid arguments by the values of the arguments its
+    # policies read (absent ones included), a call of a tool the run does not offer by its
+    # name, anything else by its params: every answer must be the one a guard gives that call.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cedarlite import shipped
+    from cedarlite.impact.worker import New, Replayer, ReplaySpec, value_key
+
+    rules = RULES + shipped.policy_text("exec-commands") + shipped.policy_text("paths")
+    spec = ReplaySpec(CONFIG, TOOLS, rules)
+    context = {"agentId": "main", "provider": "anthropic"}
+    reference = Guard(CONFIG, TOOLS, context, rules=rules, session_store=MemorySessionStore())
+    words = st.sampled_from(["rm", "-rf", "git", "push", "ls", "cat", "../x", "~/.ssh/id_rsa",
+                             ".env", "a b", "|", "*"])  # fmt: skip
+    text = st.lists(words, min_size=1, max_size=3).map(" ".join)
+    value = st.one_of(text, st.integers(0, 1), st.booleans(), st.none(), st.lists(text, max_size=2))
+    params = st.dictionaries(
+        st.sampled_from(["command", "path", "content", "workdir", "repo", "title", "token"]),
+        value,
+        max_size=4,
+    )
+    tool = st.sampled_from(["exec", "read", "write", "github__create_issue", "deploy", "Exec",
+                            "frobnicate"])  # fmt: skip
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(tool, params), min_size=1, max_size=12), st.randoms())
+    def check(calls: list[tuple[str, dict]], rng) -> None:
+        calls = calls + [(t, {**p, "title": "other"}) for t, p in calls]  # unread: memo hits
+        rng.shuffle(calls)
+        replayer = Replayer(spec)
+        guard, number = replayer.guard(value_key(context), context)
+        assert isinstance(guard, Guard)
+        for name, p in calls:
+            got = replayer.decide(guard, number, name, p, value_key(p), 100)
+            out = reference.before_tool_call(name, p)
+            assert got == New(out.action, out.denied_reason, out.policies, out.reason), (name, p)
+
+    check()
+    replayer = Replayer(spec)
+    guard, number = replayer.guard(value_key(context), context)
+    assert isinstance(guard, Guard)
+    for title in ("a", "b", "c"):  # the exec rules read the command alone
+        replayer.decide(guard, number, "exec", {"command": "ls", "title": title}, None, 100)
+    replayer.decide(guard, number, "exec", {"command": "ls", "workdir": "/srv"}, None, 100)
+    assert len(replayer._memo) == 2  # `workdir` is read by fs.no-secrets.workdir

@@ -144,6 +144,9 @@ class Replayer:
         self._memo: dict[tuple[int, str, Any], New] = {}
         self._memo_chars = 0
         self._reads: ArgumentReads | None = None
+        # normalized tool name -> the names of the arguments its policies read, sorted
+        # (_ALL: any); only tools of the catalog get here, so it is bounded by the catalog.
+        self._read_names: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
 
     def guard(self, context_key: Any, context: dict[str, Any]) -> tuple[Guard | str, int]:
@@ -187,12 +190,11 @@ class Replayer:
     def decide(
         self, guard: Guard, number: int, tool: str, params: Any, params_key: Any, size: int
     ) -> New:
-        """The new decision of a call of the guard named ``number`` (memoized by the params'
-        :func:`value_key`, unless the guard or the key is ``None``/-1; ``size``: what the
-        entry is charged, the length of its line)."""
-        key = None
-        if number >= 0 and params_key is not None:
-            key = (number, tool, params_key)
+        """The new decision of a call of the guard named ``number`` (``-1``: not kept, not
+        memoized), memoized by what it depends on (:meth:`memo_key`; ``params_key``: the
+        params' :func:`value_key`; ``size``: what an entry is charged, its line's length)."""
+        key = self.memo_key(guard, number, tool, params, params_key) if number >= 0 else None
+        if key is not None:
             found = self._memo.get(key)
             if found is not None:
                 return found
@@ -205,6 +207,32 @@ class Replayer:
             self._memo[key] = new
             self._memo_chars += size
         return new
+
+    def memo_key(
+        self, guard: Guard, number: int, tool: str, params: Any, params_key: Any
+    ) -> tuple[Any, ...] | None:
+        """The exact memo key of a call: ``(number, tool)`` for a tool the run does not offer
+        (its answer depends on nothing else); ``(number, tool, values, classes)`` of the
+        arguments the tool's policies read (:meth:`ArgumentReads.attributes`), when those are
+        all strings, integers or booleans (``_ABSENT`` when missing: ``has`` can tell); else
+        ``(number, tool, params_key)`` (``None``: not memoized)."""
+        found = guard.cedar_arguments(tool, params)
+        if found is None:
+            return (number, tool)
+        info, arguments = found
+        if arguments is not None:
+            names = self._read_names.get(info.normalized)
+            if names is None:
+                read = self.reads().attributes(info.normalized)
+                names = self._read_names[info.normalized] = (
+                    _ALL if read is None else tuple(sorted(read))
+                )
+            if names is not _ALL:
+                values = tuple([arguments.get(n, _ABSENT) for n in names])
+                classes = tuple(map(type, values))
+                if _KEYED.issuperset(classes):
+                    return (number, tool, values, classes)
+        return None if params_key is None else (number, tool, params_key)
 
     def reads(self) -> ArgumentReads:
         """The argument reads of the new policy (the same for every run context)."""
@@ -242,6 +270,18 @@ class Replayer:
                 shown = ", ".join(readers[:3]) + (", ..." if len(readers) > 3 else "")
                 return pointer, f"read by {shown}"
         return None
+
+
+#: Memo keys: an argument that is absent, the classes of argument values a key may hold
+#: (the class is in the key: ``True == 1`` in Python, not in Cedar), the mark of a tool whose
+#: policies may read any argument.
+class _Absent:
+    __slots__ = ()
+
+
+_ABSENT = _Absent()
+_KEYED = frozenset({str, int, bool, _Absent})
+_ALL: tuple[str, ...] = ("(all)",)
 
 
 _REPLAYERS: dict[str, Replayer] = {}
