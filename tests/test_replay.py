@@ -747,19 +747,23 @@ def test_reading_any_line_gives_a_line_or_a_kind(kind: str) -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
+    from cedarlite.impact import logline
     from cedarlite.impact.logline import BAD_KINDS, LogLine, read_line
 
+    scalars = st.none() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)
     fields = st.fixed_dictionaries(
-        {"v": st.sampled_from([1, 2, 0, "1", True]), "tool": st.text(max_size=5),
-         "params": st.recursive(st.none() | st.integers() | st.text(max_size=5),
-                                lambda c: st.lists(c, max_size=3)
+        {"v": st.sampled_from([1, 2, 0, "1", True, 1.0]), "tool": st.text(max_size=5),
+         "params": st.recursive(scalars, lambda c: st.lists(c, max_size=3)
                                 | st.dictionaries(st.text(max_size=3), c, max_size=3)),
          "decision": st.sampled_from(["allow", "block", "ask", "x"]),
          "context": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)},
         optional={"denied_reason": st.none() | st.text(max_size=3),
                   "redacted": st.lists(st.sampled_from(["/params/a", "x", 3]), max_size=2),
-                  "approvals": st.lists(
-                      st.dictionaries(st.just("plugin"), st.none() | st.integers())),
+                  "approvals": st.lists(st.none() | st.dictionaries(
+                      st.just("plugin"), st.none() | st.integers() | st.just("p"))),
+                  "policies": st.lists(st.sampled_from(["p", 1])),
+                  "params_rewritten": st.sampled_from([True, False, None, 1]),
+                  "latency_us": st.integers(-(10**30), 10**30),
                   "session": st.none() | st.integers() | st.text(max_size=3)},
     )  # fmt: skip
     lines = (
@@ -767,14 +771,34 @@ def test_reading_any_line_gives_a_line_or_a_kind(kind: str) -> None:
         if kind == "text"
         else st.binary(max_size=200).map(lambda b: b.decode("utf-8", "surrogateescape"))
     )
-    candidates = st.one_of(lines, fields.map(json.dumps), fields.map(lambda f: json.dumps(f)[:-3]))
+    candidates = st.one_of(
+        lines,
+        fields.map(json.dumps),
+        fields.map(lambda f: json.dumps(f)[:-3]),
+        # A key given twice (the last one counts), a text with escapes of lone surrogates.
+        st.tuples(fields, fields).map(
+            lambda ff: json.dumps(ff[0])[:-1] + ", " + json.dumps(ff[1])[1:]
+        ),
+        fields.map(lambda f: json.dumps({**f, "tool": "\ud800" + str(f["tool"])})),
+    )
+
+    def standard(text: str) -> LogLine | logline.BadLine:
+        fast, logline._fast = logline._fast, None
+        try:
+            return read_line(text)
+        finally:
+            logline._fast = fast
 
     @given(candidates, st.booleans())
     def check(text: str, ended: bool) -> None:
-        got = read_line(text + ("\n" if ended else ""))
+        text += "\n" if ended else ""
+        got = read_line(text)
         assert isinstance(got, LogLine) or got.kind in BAD_KINDS
+        # The fast path (msgspec, when installed) reads every line as the standard one does.
+        assert repr(got) == repr(standard(text))
 
     check()
+    assert logline._fast is not None  # the test extra installs msgspec
 
 
 class _Recorder:
