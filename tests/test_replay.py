@@ -953,7 +953,7 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
         guard, number = replayer.guard(value_key(context), context)
         assert isinstance(guard, Guard)
         for name, p in calls:
-            got = replayer.decide(guard, number, name, p, value_key(p), 100)
+            got = replayer.decide(guard, number, name, p, 100)
             out = reference.before_tool_call(name, p)
             assert got == New(out.action, out.denied_reason, out.policies, out.reason), (name, p)
 
@@ -962,6 +962,6 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
     guard, number = replayer.guard(value_key(context), context)
     assert isinstance(guard, Guard)
     for title in ("a", "b", "c"):  # the exec rules read the command alone
-        replayer.decide(guard, number, "exec", {"command": "ls", "title": title}, None, 100)
-    replayer.decide(guard, number, "exec", {"command": "ls", "workdir": "/srv"}, None, 100)
+        replayer.decide(guard, number, "exec", {"command": "ls", "title": title}, 100)
+    replayer.decide(guard, number, "exec", {"command": "ls", "workdir": "/srv"}, 100)
     assert len(replayer._memo) == 2  # `workdir` is read by fs.no-secrets.workdir

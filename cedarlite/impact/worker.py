@@ -12,7 +12,11 @@ in full, the others with :meth:`Guard.for_context`, which shares the compiled po
 replayed guards have no decision log, hooks, approver or session: a call is decided without
 a session key (so loop detection and remembered approvals never apply) and an ``ask`` stays
 ``ask``. With those off a guard's answer is a pure function of (run context, tool, params),
-so answers are memoized per worker process by the three, as logged.
+and of less: a tool the run does not offer is blocked whatever its params, and an offered
+tool's valid arguments are decided by the values its policies read (``exec``'s rules read
+``command`` alone: its ``workdir``, or a GitHub tool's title, never change an answer). So
+answers are memoized per worker process by (run context, tool, what decides), exactly
+(:meth:`Replayer.memo_key`; a property test holds memoized answers equal to a guard's).
 
 Memo and guard keys are cheap and exact (:func:`value_key`): an object of strings, booleans,
 nulls and integers (every logged run context, most params) is keyed by its items and their
@@ -187,13 +191,11 @@ class Replayer:
         guard.loop_settings = guard.loop_settings._replace(enabled=False)
         return guard
 
-    def decide(
-        self, guard: Guard, number: int, tool: str, params: Any, params_key: Any, size: int
-    ) -> New:
+    def decide(self, guard: Guard, number: int, tool: str, params: Any, size: int) -> New:
         """The new decision of a call of the guard named ``number`` (``-1``: not kept, not
-        memoized), memoized by what it depends on (:meth:`memo_key`; ``params_key``: the
-        params' :func:`value_key`; ``size``: what an entry is charged, its line's length)."""
-        key = self.memo_key(guard, number, tool, params, params_key) if number >= 0 else None
+        memoized), memoized by what it depends on (:meth:`memo_key`; ``size``: the length of
+        the call's line, what its entry is charged)."""
+        key = self.memo_key(guard, number, tool, params, size) if number >= 0 else None
         if key is not None:
             found = self._memo.get(key)
             if found is not None:
@@ -209,13 +211,15 @@ class Replayer:
         return new
 
     def memo_key(
-        self, guard: Guard, number: int, tool: str, params: Any, params_key: Any
+        self, guard: Guard, number: int, tool: str, params: Any, size: int
     ) -> tuple[Any, ...] | None:
-        """The exact memo key of a call: ``(number, tool)`` for a tool the run does not offer
-        (its answer depends on nothing else); ``(number, tool, values, classes)`` of the
-        arguments the tool's policies read (:meth:`ArgumentReads.attributes`), when those are
-        all strings, integers or booleans (``_ABSENT`` when missing: ``has`` can tell); else
-        ``(number, tool, params_key)`` (``None``: not memoized)."""
+        """The exact memo key of a call (of a line of ``size`` characters): ``(number,
+        tool)`` for a tool the run does not offer (its answer depends on nothing else);
+        ``(number, tool, values, classes)`` of the arguments the tool's policies read
+        (:meth:`ArgumentReads.attributes`), when those are all strings, integers or booleans
+        (``_ABSENT`` when missing: ``has`` can tell); else ``(number, tool, params_key)``
+        with the params' :func:`value_key`. ``None``: not memoized (see the module
+        docstring for long lines)."""
         found = guard.cedar_arguments(tool, params)
         if found is None:
             return (number, tool)
@@ -230,8 +234,12 @@ class Replayer:
             if names is not _ALL:
                 values = tuple([arguments.get(n, _ABSENT) for n in names])
                 classes = tuple(map(type, values))
-                if _KEYED.issuperset(classes):
+                if _KEYED.issuperset(classes) and (
+                    size <= MEMO_LINE
+                    or sum(len(v) for v in values if v.__class__ is str) <= MEMO_TEXT
+                ):
                     return (number, tool, values, classes)
+        params_key = value_key(params) if size <= MEMO_LINE else _short_text(params)
         return None if params_key is None else (number, tool, params_key)
 
     def reads(self) -> ArgumentReads:
@@ -420,16 +428,13 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
         assert outside is not None
         result.outside[(tool, outside)] += 1
         return
-    if len(text) <= MEMO_LINE:
-        context_key, params_key = value_key(rec.context), value_key(rec.params)
-    else:
-        context_key, params_key = _short_text(rec.context), _short_text(rec.params)
+    context_key = value_key(rec.context) if len(text) <= MEMO_LINE else _short_text(rec.context)
     guard, number = rep.guard(context_key, rec.context)
     if isinstance(guard, str):
         new = New("block", "run-rejected", (), guard)
         result.rejected[guard] += 1
     else:
-        new = rep.decide(guard, number, rec.tool, rec.params, params_key, len(text))
+        new = rep.decide(guard, number, rec.tool, rec.params, len(text))
     if rec.redacted:
         found = rep.undecidable(rec, old, new)
         if found is not None:
