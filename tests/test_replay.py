@@ -961,7 +961,11 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
     replayer = Replayer(spec)
     guard, number = replayer.guard(value_key(context), context)
     assert isinstance(guard, Guard)
-    for title in ("a", "b", "c"):  # the exec rules read the command alone
+    decided = []
+    guard.before_tool_call = lambda *call: decided.append(call) or reference.before_tool_call(*call)
+    for title in ("a", "b", "c", "a"):  # the exec rules read the command alone
         replayer.decide(guard, number, "exec", {"command": "ls", "title": title}, 100)
     replayer.decide(guard, number, "exec", {"command": "ls", "workdir": "/srv"}, 100)
-    assert len(replayer._memo) == 2  # `workdir` is read by fs.no-secrets.workdir
+    replayer.decide(guard, number, "frobnicate", {"x": 1}, 100)
+    replayer.decide(guard, number, "frobnicate", {"x": 2}, 100)  # not offered: by its name
+    assert [c[0] for c in decided] == ["exec", "exec", "frobnicate"]  # `workdir` is read

@@ -16,7 +16,7 @@ and of less: a tool the run does not offer is blocked whatever its params, and a
 tool's valid arguments are decided by the values its policies read (``exec``'s rules read
 ``command`` alone: its ``workdir``, or a GitHub tool's title, never change an answer). So
 answers are memoized per worker process by (run context, tool, what decides), exactly
-(:meth:`Replayer.memo_key`; a property test holds memoized answers equal to a guard's).
+(:meth:`Replayer.decide`; a property test holds memoized answers equal to a guard's).
 
 Memo and guard keys are cheap and exact (:func:`value_key`): an object of strings, booleans,
 nulls and integers (every logged run context, most params) is keyed by its items and their
@@ -193,54 +193,69 @@ class Replayer:
 
     def decide(self, guard: Guard, number: int, tool: str, params: Any, size: int) -> New:
         """The new decision of a call of the guard named ``number`` (``-1``: not kept, not
-        memoized), memoized by what it depends on (:meth:`memo_key`; ``size``: the length of
-        the call's line, what its entry is charged)."""
-        key = self.memo_key(guard, number, tool, params, size) if number >= 0 else None
-        if key is not None:
-            found = self._memo.get(key)
+        memoized), memoized twice: by the call as logged (``(number, tool, params_key)``,
+        with the params' :func:`value_key`: a repeated call costs a key), and by what its
+        answer depends on (:meth:`read_key`: a call that differs only in arguments no policy
+        reads costs the conversion of its arguments). ``size``: the length of the call's
+        line, what each entry is charged."""
+        if number < 0:
+            return _decision(guard, tool, params)
+        params_key = value_key(params) if size <= MEMO_LINE else _short_text(params)
+        exact = None if params_key is None else (number, tool, params_key)
+        if exact is not None:
+            found = self._memo.get(exact)
             if found is not None:
                 return found
-        out = guard.before_tool_call(tool, params, None)
-        new = New(out.action, out.denied_reason, out.policies, out.reason)
-        if key is not None:
-            if len(self._memo) >= MEMO_SIZE or self._memo_chars + size > MEMO_CHARS:
-                self._memo.clear()
-                self._memo_chars = 0
-            self._memo[key] = new
-            self._memo_chars += size
+        read = self.read_key(guard, number, tool, params, size)
+        new = None if read is None else self._memo.get(read[0])
+        if new is None:
+            new = _decision(guard, tool, params)
+            if read is not None:
+                self._remember(read[0], new, read[1])
+        self._remember(exact, new, size)
         return new
 
-    def memo_key(
+    def _remember(self, key: tuple[Any, ...] | None, new: New, size: int) -> None:
+        if key is None:
+            return
+        if len(self._memo) >= MEMO_SIZE or self._memo_chars + size > MEMO_CHARS:
+            self._memo.clear()
+            self._memo_chars = 0
+        self._memo[key] = new
+        self._memo_chars += size
+
+    def read_key(
         self, guard: Guard, number: int, tool: str, params: Any, size: int
-    ) -> tuple[Any, ...] | None:
-        """The exact memo key of a call (of a line of ``size`` characters): ``(number,
-        tool)`` for a tool the run does not offer (its answer depends on nothing else);
-        ``(number, tool, values, classes)`` of the arguments the tool's policies read
+    ) -> tuple[tuple[Any, ...], int] | None:
+        """The exact memo key of a call by what its answer depends on (a line of ``size``
+        characters), and what its entry is charged (the text it holds, and a little):
+        ``(number, tool)`` for a tool the run does not offer (nothing else); ``(number,
+        tool, values, classes)`` of the arguments the tool's policies read
         (:meth:`ArgumentReads.attributes`), when those are all strings, integers or booleans
-        (``_ABSENT`` when missing: ``has`` can tell); else ``(number, tool, params_key)``
-        with the params' :func:`value_key`. ``None``: not memoized (see the module
-        docstring for long lines)."""
+        (``_ABSENT`` when missing: ``has`` can tell) and, on a line longer than
+        :data:`MEMO_LINE`, at most :data:`MEMO_TEXT` characters; else ``None``."""
         found = guard.cedar_arguments(tool, params)
         if found is None:
-            return (number, tool)
+            return (number, tool), 64 + len(tool)
         info, arguments = found
-        if arguments is not None:
-            names = self._read_names.get(info.normalized)
-            if names is None:
-                read = self.reads().attributes(info.normalized)
-                names = self._read_names[info.normalized] = (
-                    _ALL if read is None else tuple(sorted(read))
-                )
-            if names is not _ALL:
-                values = tuple([arguments.get(n, _ABSENT) for n in names])
-                classes = tuple(map(type, values))
-                if _KEYED.issuperset(classes) and (
-                    size <= MEMO_LINE
-                    or sum(len(v) for v in values if v.__class__ is str) <= MEMO_TEXT
-                ):
-                    return (number, tool, values, classes)
-        params_key = value_key(params) if size <= MEMO_LINE else _short_text(params)
-        return None if params_key is None else (number, tool, params_key)
+        if arguments is None:
+            return None
+        names = self._read_names.get(info.normalized)
+        if names is None:
+            read = self.reads().attributes(info.normalized)
+            names = self._read_names[info.normalized] = (
+                _ALL if read is None else tuple(sorted(read))
+            )
+        if names is _ALL:
+            return None
+        values = tuple([arguments.get(n, _ABSENT) for n in names])
+        classes = tuple(map(type, values))
+        if not _KEYED.issuperset(classes):
+            return None
+        chars = sum([len(v) for v in values if v.__class__ is str])
+        if size > MEMO_LINE and chars > MEMO_TEXT:
+            return None
+        return (number, tool, values, classes), 64 + len(tool) + chars
 
     def reads(self) -> ArgumentReads:
         """The argument reads of the new policy (the same for every run context)."""
@@ -283,6 +298,11 @@ class Replayer:
 #: Memo keys: an argument that is absent, the classes of argument values a key may hold
 #: (the class is in the key: ``True == 1`` in Python, not in Cedar), the mark of a tool whose
 #: policies may read any argument.
+def _decision(guard: Guard, tool: str, params: Any) -> New:
+    out = guard.before_tool_call(tool, params, None)
+    return New(out.action, out.denied_reason, out.policies, out.reason)
+
+
 class _Absent:
     __slots__ = ()
 
