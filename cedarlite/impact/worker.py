@@ -295,10 +295,8 @@ class Replayer:
         return None
 
 
-#: Memo keys: an argument that is absent, the classes of argument values a key may hold
-#: (the class is in the key: ``True == 1`` in Python, not in Cedar), the mark of a tool whose
-#: policies may read any argument.
 def _decision(guard: Guard, tool: str, params: Any) -> New:
+    """The guard's answer to a call, as a replay keeps it."""
     out = guard.before_tool_call(tool, params, None)
     return New(out.action, out.denied_reason, out.policies, out.reason)
 
@@ -307,6 +305,9 @@ class _Absent:
     __slots__ = ()
 
 
+#: Memo keys: an argument that is absent, the classes of argument values a key may hold
+#: (the class is in the key: ``True == 1`` in Python, not in Cedar), the mark of a tool whose
+#: policies may read any argument.
 _ABSENT = _Absent()
 _KEYED = frozenset({str, int, bool, _Absent})
 _ALL: tuple[str, ...] = ("(all)",)
