@@ -240,6 +240,8 @@ class ArgumentReads:
             ancestors = entity.ancestors if entity is not None else frozenset()
             reads = [(label, r) for p, label, r in self._policies if _admits(p, action, ancestors)]
             schemas = [parameters_of(t) for t in self._catalog.registered if t.normalized == tool]
+            if len(self._tools) >= 10_000:  # a log may name any number of tools
+                self._tools.clear()
             cached = self._tools[tool] = (reads, schemas)
         return cached
 
