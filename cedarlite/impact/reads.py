@@ -240,9 +240,11 @@ class ArgumentReads:
             ancestors = entity.ancestors if entity is not None else frozenset()
             reads = [(label, r) for p, label, r in self._policies if _admits(p, action, ancestors)]
             schemas = [parameters_of(t) for t in self._catalog.registered if t.normalized == tool]
-            if len(self._tools) >= 10_000:  # a log may name any number of tools
-                self._tools.clear()
-            cached = self._tools[tool] = (reads, schemas)
+            cached = (reads, schemas)
+            if len(tool) <= 256:  # a log may name any number of tools, of any length
+                if len(self._tools) >= 10_000:
+                    self._tools.clear()
+                self._tools[tool] = cached
         return cached
 
 
