@@ -969,3 +969,13 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
     replayer.decide(guard, number, "frobnicate", {"x": 1}, 100)
     replayer.decide(guard, number, "frobnicate", {"x": 2}, 100)  # not offered: by its name
     assert [c[0] for c in decided] == ["exec", "exec", "frobnicate"]  # `workdir` is read
+
+
+def test_guard_cedar_arguments() -> None:
+    guard = Guard(CONFIG, TOOLS, {"agentId": "main"}, rules=RULES)
+    assert guard.cedar_arguments("frobnicate", {}) is None  # not offered
+    info, arguments = guard.cedar_arguments("Exec", {"command": "ls", "extra": "x"})
+    assert info.name == "exec" and arguments["command"] == "ls"
+    assert guard.cedar_arguments("exec", {"command": 5})[1] is None  # not the schema
+    assert guard.cedar_arguments("exec", {"command": float("nan")})[1] is None  # not JSON
+    assert guard.before_tool_call("exec", {"command": 5}).denied_reason == "invalid-arguments"
