@@ -650,6 +650,7 @@ def test_cli_as_a_subprocess_with_local_processes(log: Path, tmp_path: Path) -> 
         ('context.input.env.HOME == "/"', {("env", "HOME")}, False),
         ("resource has a.b", {("a", "b")}, False),
         ("context has input.a", {("a",)}, False),
+        ("context has input", set(), False),  # every call's context has its input
         ('context.input == {"a": 1}', {()}, False),
         ("context == {}", {()}, False),
         ('context.agentId == "x" && principal.name == "y"', set(), False),
@@ -746,19 +747,23 @@ def test_reading_any_line_gives_a_line_or_a_kind(kind: str) -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
+    from cedarlite.impact import logline
     from cedarlite.impact.logline import BAD_KINDS, LogLine, read_line
 
+    scalars = st.none() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)
     fields = st.fixed_dictionaries(
-        {"v": st.sampled_from([1, 2, 0, "1", True]), "tool": st.text(max_size=5),
-         "params": st.recursive(st.none() | st.integers() | st.text(max_size=5),
-                                lambda c: st.lists(c, max_size=3)
+        {"v": st.sampled_from([1, 2, 0, "1", True, 1.0]), "tool": st.text(max_size=5),
+         "params": st.recursive(scalars, lambda c: st.lists(c, max_size=3)
                                 | st.dictionaries(st.text(max_size=3), c, max_size=3)),
          "decision": st.sampled_from(["allow", "block", "ask", "x"]),
          "context": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)},
         optional={"denied_reason": st.none() | st.text(max_size=3),
                   "redacted": st.lists(st.sampled_from(["/params/a", "x", 3]), max_size=2),
-                  "approvals": st.lists(
-                      st.dictionaries(st.just("plugin"), st.none() | st.integers())),
+                  "approvals": st.lists(st.none() | st.dictionaries(
+                      st.just("plugin"), st.none() | st.integers() | st.just("p"))),
+                  "policies": st.lists(st.sampled_from(["p", 1])),
+                  "params_rewritten": st.sampled_from([True, False, None, 1]),
+                  "latency_us": st.integers(-(10**30), 10**30),
                   "session": st.none() | st.integers() | st.text(max_size=3)},
     )  # fmt: skip
     lines = (
@@ -766,14 +771,34 @@ def test_reading_any_line_gives_a_line_or_a_kind(kind: str) -> None:
         if kind == "text"
         else st.binary(max_size=200).map(lambda b: b.decode("utf-8", "surrogateescape"))
     )
-    candidates = st.one_of(lines, fields.map(json.dumps), fields.map(lambda f: json.dumps(f)[:-3]))
+    candidates = st.one_of(
+        lines,
+        fields.map(json.dumps),
+        fields.map(lambda f: json.dumps(f)[:-3]),
+        # A key given twice (the last one counts), a text with escapes of lone surrogates.
+        st.tuples(fields, fields).map(
+            lambda ff: json.dumps(ff[0])[:-1] + ", " + json.dumps(ff[1])[1:]
+        ),
+        fields.map(lambda f: json.dumps({**f, "tool": "\ud800" + str(f["tool"])})),
+    )
+
+    def standard(text: str) -> LogLine | logline.BadLine:
+        fast, logline._fast = logline._fast, None
+        try:
+            return read_line(text)
+        finally:
+            logline._fast = fast
 
     @given(candidates, st.booleans())
     def check(text: str, ended: bool) -> None:
-        got = read_line(text + ("\n" if ended else ""))
+        text += "\n" if ended else ""
+        got = read_line(text)
         assert isinstance(got, LogLine) or got.kind in BAD_KINDS
+        # The fast path (msgspec, when installed) reads every line as the standard one does.
+        assert repr(got) == repr(standard(text))
 
     check()
+    assert logline._fast is not None  # the test extra installs msgspec
 
 
 class _Recorder:
@@ -891,3 +916,66 @@ def test_run_contexts_equal_in_python_but_not_in_json_get_their_own_guards(
     assert count == 2 and "sandboxed" in message
     assert report.transitions == {"allow->block": 2}
     assert report.unchanged == 2
+
+
+def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
+    # The memo keys an offered call with valid arguments by the values of the arguments its
+    # policies read (absent ones included), a call of a tool the run does not offer by its
+    # name, anything else by its params: every answer must be the one a guard gives that call.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cedarlite import shipped
+    from cedarlite.impact.worker import New, Replayer, ReplaySpec, value_key
+
+    rules = RULES + shipped.policy_text("exec-commands") + shipped.policy_text("paths")
+    spec = ReplaySpec(CONFIG, TOOLS, rules)
+    context = {"agentId": "main", "provider": "anthropic"}
+    reference = Guard(CONFIG, TOOLS, context, rules=rules, session_store=MemorySessionStore())
+    words = st.sampled_from(["rm", "-rf", "git", "push", "ls", "cat", "../x", "~/.ssh/id_rsa",
+                             ".env", "a b", "|", "*"])  # fmt: skip
+    text = st.lists(words, min_size=1, max_size=3).map(" ".join)
+    value = st.one_of(text, st.integers(0, 1), st.booleans(), st.none(), st.lists(text, max_size=2))
+    params = st.dictionaries(
+        st.sampled_from(["command", "path", "content", "workdir", "repo", "title", "token"]),
+        value,
+        max_size=4,
+    )
+    tool = st.sampled_from(["exec", "read", "write", "github__create_issue", "deploy", "Exec",
+                            "frobnicate"])  # fmt: skip
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(tool, params), min_size=1, max_size=12), st.randoms())
+    def check(calls: list[tuple[str, dict]], rng) -> None:
+        calls = calls + [(t, {**p, "title": "other"}) for t, p in calls]  # unread: memo hits
+        rng.shuffle(calls)
+        replayer = Replayer(spec)
+        guard, number = replayer.guard(value_key(context), context)
+        assert isinstance(guard, Guard)
+        for name, p in calls:
+            got = replayer.decide(guard, number, name, p, 100)
+            out = reference.before_tool_call(name, p)
+            assert got == New(out.action, out.denied_reason, out.policies, out.reason), (name, p)
+
+    check()
+    replayer = Replayer(spec)
+    guard, number = replayer.guard(value_key(context), context)
+    assert isinstance(guard, Guard)
+    decided = []
+    guard.before_tool_call = lambda *call: decided.append(call) or reference.before_tool_call(*call)
+    for title in ("a", "b", "c", "a"):  # the exec rules read the command alone
+        replayer.decide(guard, number, "exec", {"command": "ls", "title": title}, 100)
+    replayer.decide(guard, number, "exec", {"command": "ls", "workdir": "/srv"}, 100)
+    replayer.decide(guard, number, "frobnicate", {"x": 1}, 100)
+    replayer.decide(guard, number, "frobnicate", {"x": 2}, 100)  # not offered: by its name
+    assert [c[0] for c in decided] == ["exec", "exec", "frobnicate"]  # `workdir` is read
+
+
+def test_guard_cedar_arguments() -> None:
+    guard = Guard(CONFIG, TOOLS, {"agentId": "main"}, rules=RULES)
+    assert guard.cedar_arguments("frobnicate", {}) is None  # not offered
+    info, arguments = guard.cedar_arguments("Exec", {"command": "ls", "extra": "x"})
+    assert info.name == "exec" and arguments["command"] == "ls"
+    assert guard.cedar_arguments("exec", {"command": 5})[1] is None  # not the schema
+    assert guard.cedar_arguments("exec", {"command": float("nan")})[1] is None  # not JSON
+    assert guard.before_tool_call("exec", {"command": 5}).denied_reason == "invalid-arguments"

@@ -766,11 +766,7 @@ class Guard:
             c.log_params = redacted_json(c.original, "/params")
         if c.error is not None:
             raise GuardError(c.error)
-        info = None
-        if c.name.__class__ is str:
-            info = self._by_name.get(c.name)
-        if info is None:
-            info = self._by_norm.get(norm(c.name))
+        info = self._offered(c.name)
         if info is None:
             return self._not_offered(c)
         c.info = info
@@ -791,6 +787,39 @@ class Guard:
             if outcome is not None:
                 return outcome
         return self._decide(c, info, arguments)
+
+    def _offered(self, name: Any) -> ToolInfo | None:
+        """The offered tool a call names: by its exact name, else by its normalized name."""
+        info = None
+        if name.__class__ is str:
+            info = self._by_name.get(name)
+        if info is None:
+            info = self._by_norm.get(norm(name))
+        return info
+
+    def cedar_arguments(self, tool_name: Any, params: Any) -> tuple[ToolInfo, Record | None] | None:
+        """What a call's Cedar decision reads besides the run: ``None`` for a tool the run
+        does not offer; else the offered tool it names and its arguments as a Cedar record
+        (as :meth:`before_tool_call` converts them), or ``None`` in place of the record when
+        the call is blocked before Cedar (arguments that are not JSON or do not fit the tool's
+        schema). Never raises.
+
+        Without hooks, trusted policies, loop detection or remembered approvals, the
+        decision of a call is a function of the tool name, and of the values of these
+        arguments that its policies read (a replay keys its memo by them).
+        """
+        try:
+            info = self._offered(tool_name)
+        except Exception:  # a hostile name: decided (blocked) by the guard
+            return None
+        if info is None:
+            return None
+        try:
+            if not _json.plain(params):
+                _json.canonical(params)  # raises NotJSON, as in `_check`
+            return info, self._arguments[info.key].convert(params)
+        except Exception:  # not JSON, not the schema, a hostile value: the guard decides it
+            return info, None
 
     def _not_offered(self, c: _Call) -> Outcome:
         removed = self._removed.get(norm(c.name))

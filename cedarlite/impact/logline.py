@@ -114,6 +114,10 @@ def read_line(text: str, *, max_line: int = MAX_LINE) -> LogLine | BadLine:
             body.encode("utf-8")
         except UnicodeEncodeError as err:  # bytes decoded with surrogateescape
             return BadLine("not-utf8", "bytes that are not UTF-8", err.start + 1)
+    if _fast is not None:
+        line = _fast(body)
+        if line is not None:
+            return line
     try:
         obj = _decode(body)
     except RecursionError:
@@ -198,6 +202,83 @@ def _fields(obj: dict[str, Any]) -> LogLine | str:
         tuple(approvals),
         get("error"),
     )
+
+
+def _fast_reader() -> Any:
+    """:func:`read_line`'s fast path when msgspec is installed (the ``replay`` extra): the
+    line decoded in C straight into the fields a replay uses, their types checked as it goes,
+    the other fields skipped. It returns a :class:`LogLine` for a readable line, ``None`` for
+    anything else, which the standard decoder then reads to say exactly what is wrong.
+
+    INVARIANT: a :class:`LogLine` from here is the one the standard path makes of the same
+    line. msgspec refuses everything the standard decoder refuses (and more: lone surrogate
+    escapes, numbers out of range), takes the last of duplicate keys as it does, and stops at
+    the same recursion limit; its types below are those :func:`_fields` checks (``bool`` is
+    not an ``int`` in its strict mode); the checks across fields are made again here.
+    """
+    try:
+        import msgspec
+    except ImportError:
+        return None
+
+    class _Line(msgspec.Struct):
+        v: int
+        tool: str
+        decision: str
+        context: dict[str, Any]
+        params: Any = msgspec.UNSET
+        ts: str | None = None
+        session: str | None = None
+        run: str | None = None
+        call_id: str | None = None
+        agent: str | None = None
+        plugin: str | None = None
+        reason: str | None = None
+        policy_hash: str | None = None
+        error: str | None = None
+        denied_reason: Any = None
+        redacted: tuple[str, ...] | None = None
+        policies: tuple[str, ...] | None = None
+        approvals: tuple[Any, ...] | None = None
+        params_rewritten: bool | None = None
+
+    decode = msgspec.json.Decoder(_Line).decode
+    unset = msgspec.UNSET
+
+    def fast(body: str) -> LogLine | None:
+        try:
+            r = decode(body)
+        except Exception:  # not a readable line: the standard path says why
+            return None
+        decision, denied, params = r.decision, r.denied_reason, r.params
+        if not 1 <= r.v <= VERSION or not r.tool or params is unset or decision not in DECISIONS:
+            return None
+        if decision == "block":
+            if denied.__class__ is not str or not denied:
+                return None
+        elif denied is not None:
+            return None
+        redacted = r.redacted or ()
+        for pointer in redacted:
+            if not pointer.startswith(("/params", "/context")):
+                return None
+        approvals = r.approvals or ()
+        for item in approvals:
+            if item.__class__ is not dict:
+                return None
+            plugin = item.get("plugin")
+            if plugin is not None and plugin.__class__ is not str:
+                return None
+        return LogLine(
+            r.ts, r.session, r.run, r.call_id, r.agent, r.tool, r.plugin, params, redacted,
+            r.context, decision, denied, r.reason, r.policies or (), r.params_rewritten is True,
+            r.policy_hash, approvals, r.error,
+        )  # fmt: skip
+
+    return fast
+
+
+_fast = _fast_reader()
 
 
 def _wrong(key: str, expected: str, value: Any) -> str:

@@ -49,6 +49,8 @@ from ..values import EntityUID
 
 AttrPath = tuple[str, ...]
 
+_UNSET: Any = object()
+
 # What an expression statically refers to (see _Walker.visit).
 _RESOURCE = ("resource",)  # the call's resource entity (its attributes are the arguments)
 _CONTEXT = ("context",)  # the context record (its `input` is the arguments)
@@ -156,8 +158,9 @@ class _Walker:
         else:
             self.everything = True
             return _UNKNOWN
-        if has:
+        if has and len(ref) > 1:
             self.paths.add(ref[1:])
+        # (`context has input` alone reads nothing: a call's context always has its input.)
         return ref
 
 
@@ -179,6 +182,7 @@ class ArgumentReads:
         self._entities = entities
         self._tools: dict[str, tuple[list[tuple[str, PolicyReads]], list[Any]]] = {}
         self._pointers: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._attributes: dict[str, frozenset[str] | None] = {}
 
     def pointer_readers(self, tool: str, pointer: str) -> tuple[str, ...]:
         """The labels of the policies that may apply to a call of ``tool`` and read the value
@@ -206,6 +210,24 @@ class ArgumentReads:
         reads, _ = self._tool(tool)
         return [label for label, r in reads if r.conflicts(path)]
 
+    def attributes(self, tool: str) -> frozenset[str] | None:
+        """The top-level arguments the policies that may apply to a call of ``tool`` (a
+        normalized name) read, ``None`` when they may read any (a policy reads the record
+        whole, or reads what it cannot be told apart from it). Cached per tool.
+
+        INVARIANT: a call's Cedar decision cannot tell apart two argument records equal on
+        these attributes (present with equal values, or absent in both)."""
+        found = self._attributes.get(tool, _UNSET)
+        if found is _UNSET:
+            found = frozenset()
+            for _, reads in self._tool(tool)[0]:
+                if reads.everything or () in reads.paths:
+                    found = None
+                    break
+                found |= {path[0] for path in reads.paths}
+            self._attributes[tool] = found
+        return found
+
     def schemas(self, tool: str) -> list[Any]:
         """The parameter schemas of the catalog's tools of this normalized name."""
         return self._tool(tool)[1]
@@ -218,7 +240,11 @@ class ArgumentReads:
             ancestors = entity.ancestors if entity is not None else frozenset()
             reads = [(label, r) for p, label, r in self._policies if _admits(p, action, ancestors)]
             schemas = [parameters_of(t) for t in self._catalog.registered if t.normalized == tool]
-            cached = self._tools[tool] = (reads, schemas)
+            cached = (reads, schemas)
+            if len(tool) <= 256:  # a log may name any number of tools, of any length
+                if len(self._tools) >= 10_000:
+                    self._tools.clear()
+                self._tools[tool] = cached
         return cached
 
 

@@ -12,7 +12,11 @@ in full, the others with :meth:`Guard.for_context`, which shares the compiled po
 replayed guards have no decision log, hooks, approver or session: a call is decided without
 a session key (so loop detection and remembered approvals never apply) and an ``ask`` stays
 ``ask``. With those off a guard's answer is a pure function of (run context, tool, params),
-so answers are memoized per worker process by the three, as logged.
+and of less: a tool the run does not offer is blocked whatever its params, and an offered
+tool's valid arguments are decided by the values its policies read (``exec``'s rules read
+``command`` alone: its ``workdir``, or a GitHub tool's title, never change an answer). So
+answers are memoized per worker process by (run context, tool, what decides), exactly
+(:meth:`Replayer.decide`; a property test holds memoized answers equal to a guard's).
 
 Memo and guard keys are cheap and exact (:func:`value_key`): an object of strings, booleans,
 nulls and integers (every logged run context, most params) is keyed by its items and their
@@ -144,6 +148,9 @@ class Replayer:
         self._memo: dict[tuple[int, str, Any], New] = {}
         self._memo_chars = 0
         self._reads: ArgumentReads | None = None
+        # normalized tool name -> the names of the arguments its policies read, sorted
+        # (_ALL: any); only tools of the catalog get here, so it is bounded by the catalog.
+        self._read_names: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
 
     def guard(self, context_key: Any, context: dict[str, Any]) -> tuple[Guard | str, int]:
@@ -184,27 +191,71 @@ class Replayer:
         guard.loop_settings = guard.loop_settings._replace(enabled=False)
         return guard
 
-    def decide(
-        self, guard: Guard, number: int, tool: str, params: Any, params_key: Any, size: int
-    ) -> New:
-        """The new decision of a call of the guard named ``number`` (memoized by the params'
-        :func:`value_key`, unless the guard or the key is ``None``/-1; ``size``: what the
-        entry is charged, the length of its line)."""
-        key = None
-        if number >= 0 and params_key is not None:
-            key = (number, tool, params_key)
-            found = self._memo.get(key)
+    def decide(self, guard: Guard, number: int, tool: str, params: Any, size: int) -> New:
+        """The new decision of a call of the guard named ``number`` (``-1``: not kept, not
+        memoized), memoized twice: by the call as logged (``(number, tool, params_key)``,
+        with the params' :func:`value_key`: a repeated call costs a key), and by what its
+        answer depends on (:meth:`read_key`: a call that differs only in arguments no policy
+        reads costs the conversion of its arguments). ``size``: the length of the call's
+        line, what each entry is charged."""
+        if number < 0:
+            return _decision(guard, tool, params)
+        params_key = value_key(params) if size <= MEMO_LINE else _short_text(params)
+        exact = None if params_key is None else (number, tool, params_key)
+        if exact is not None:
+            found = self._memo.get(exact)
             if found is not None:
                 return found
-        out = guard.before_tool_call(tool, params, None)
-        new = New(out.action, out.denied_reason, out.policies, out.reason)
-        if key is not None:
-            if len(self._memo) >= MEMO_SIZE or self._memo_chars + size > MEMO_CHARS:
-                self._memo.clear()
-                self._memo_chars = 0
-            self._memo[key] = new
-            self._memo_chars += size
+        read = self.read_key(guard, number, tool, params, size)
+        new = None if read is None else self._memo.get(read[0])
+        if new is None:
+            new = _decision(guard, tool, params)
+            if read is not None:
+                self._remember(read[0], new, read[1])
+        self._remember(exact, new, size)
         return new
+
+    def _remember(self, key: tuple[Any, ...] | None, new: New, size: int) -> None:
+        if key is None:
+            return
+        if len(self._memo) >= MEMO_SIZE or self._memo_chars + size > MEMO_CHARS:
+            self._memo.clear()
+            self._memo_chars = 0
+        self._memo[key] = new
+        self._memo_chars += size
+
+    def read_key(
+        self, guard: Guard, number: int, tool: str, params: Any, size: int
+    ) -> tuple[tuple[Any, ...], int] | None:
+        """The exact memo key of a call by what its answer depends on (a line of ``size``
+        characters), and what its entry is charged (the text it holds, and a little):
+        ``(number, tool)`` for a tool the run does not offer (nothing else); ``(number,
+        tool, values, classes)`` of the arguments the tool's policies read
+        (:meth:`ArgumentReads.attributes`), when those are all strings, integers or booleans
+        (``_ABSENT`` when missing: ``has`` can tell) and, on a line longer than
+        :data:`MEMO_LINE`, at most :data:`MEMO_TEXT` characters; else ``None``."""
+        found = guard.cedar_arguments(tool, params)
+        if found is None:
+            return (number, tool), 64 + len(tool)
+        info, arguments = found
+        if arguments is None:
+            return None
+        names = self._read_names.get(info.normalized)
+        if names is None:
+            read = self.reads().attributes(info.normalized)
+            names = self._read_names[info.normalized] = (
+                _ALL if read is None else tuple(sorted(read))
+            )
+        if names is _ALL:
+            return None
+        values = tuple([arguments.get(n, _ABSENT) for n in names])
+        classes = tuple(map(type, values))
+        if not _KEYED.issuperset(classes):
+            return None
+        chars = sum([len(v) for v in values if v.__class__ is str])
+        if size > MEMO_LINE and chars > MEMO_TEXT:
+            return None
+        return (number, tool, values, classes), 64 + len(tool) + chars
 
     def reads(self) -> ArgumentReads:
         """The argument reads of the new policy (the same for every run context)."""
@@ -242,6 +293,24 @@ class Replayer:
                 shown = ", ".join(readers[:3]) + (", ..." if len(readers) > 3 else "")
                 return pointer, f"read by {shown}"
         return None
+
+
+def _decision(guard: Guard, tool: str, params: Any) -> New:
+    """The guard's answer to a call, as a replay keeps it."""
+    out = guard.before_tool_call(tool, params, None)
+    return New(out.action, out.denied_reason, out.policies, out.reason)
+
+
+class _Absent:
+    __slots__ = ()
+
+
+#: Memo keys: an argument that is absent, the classes of argument values a key may hold
+#: (the class is in the key: ``True == 1`` in Python, not in Cedar), the mark of a tool whose
+#: policies may read any argument.
+_ABSENT = _Absent()
+_KEYED = frozenset({str, int, bool, _Absent})
+_ALL: tuple[str, ...] = ("(all)",)
 
 
 _REPLAYERS: dict[str, Replayer] = {}
@@ -382,16 +451,13 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
         assert outside is not None
         result.outside[(tool, outside)] += 1
         return
-    if len(text) <= MEMO_LINE:
-        context_key, params_key = value_key(rec.context), value_key(rec.params)
-    else:
-        context_key, params_key = _short_text(rec.context), _short_text(rec.params)
+    context_key = value_key(rec.context) if len(text) <= MEMO_LINE else _short_text(rec.context)
     guard, number = rep.guard(context_key, rec.context)
     if isinstance(guard, str):
         new = New("block", "run-rejected", (), guard)
         result.rejected[guard] += 1
     else:
-        new = rep.decide(guard, number, rec.tool, rec.params, params_key, len(text))
+        new = rep.decide(guard, number, rec.tool, rec.params, len(text))
     if rec.redacted:
         found = rep.undecidable(rec, old, new)
         if found is not None:
