@@ -111,6 +111,25 @@ class TypeEnv(NamedTuple):
     resource_slot: str | None = None
 
 
+def typing_key(env: TypeEnv, variables: frozenset[Var]) -> tuple[Any, ...]:
+    """What typing an expression in ``env`` depends on, given the ``variables`` it mentions:
+    two environments with the same key type it alike, with the same findings.
+
+    The principal and resource types matter only where those variables appear; the action
+    where ``action`` or ``context`` appears (the context is the action's, and messages about
+    it name the action); the slots' linked types always (``None`` outside templates).
+    """
+    # INVARIANT: EnvTypechecker reads its env only in _variable, _slot, _literal (`action`)
+    # and _owner (`context`, naming the action); a new use of the env must be keyed here.
+    return (
+        env.principal if Var.PRINCIPAL in variables else None,
+        env.action if Var.ACTION in variables or Var.CONTEXT in variables else None,
+        env.resource if Var.RESOURCE in variables else None,
+        env.principal_slot,
+        env.resource_slot,
+    )
+
+
 def literal_type(schema: Schema, uid: EntityUID) -> CedarType | None:
     """The type of an entity literal, or ``None`` for an undeclared type or action."""
     known = uid in schema.actions if is_action_type(uid.type) else uid.type in schema.entity_types
@@ -792,4 +811,5 @@ __all__ = [
     "actions_in",
     "is_action_type",
     "literal_type",
+    "typing_key",
 ]

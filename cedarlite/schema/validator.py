@@ -53,7 +53,7 @@ from ..policyset import PolicySet
 from ..source import Located, Span
 from ..values import EntityUID
 from ._lattice import FALSE
-from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in
+from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in, typing_key
 from .defs import did_you_mean
 from .model import Schema
 from .types import RecordType
@@ -192,8 +192,14 @@ class Validator:
     def check_types(self, policy: Policy, sink: list[Finding]) -> bool:
         """Type ``policy`` in every environment, into ``sink``; true if it is always false."""
         condition = policy_condition(policy)
+        variables = frozenset(n.var for n in walk(condition) if n.__class__ is Variable)
         impossible = True
+        typed: set[tuple[Any, ...]] = set()
         for env in self.environments(policy):
+            key = typing_key(env, variables)
+            if key in typed:  # typed alike already: same type, same findings (deduplicated)
+                continue
+            typed.add(key)
             if EnvTypechecker(self.schema, env, sink).policy_type(condition) is not FALSE:
                 impossible = False
         return impossible
