@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..ast import (
     And,
@@ -43,6 +43,7 @@ from ..ast import (
     SetLit,
     Slot,
     SlotId,
+    Var,
     Variable,
     condition_expr,
     is_action_type,
@@ -184,33 +185,41 @@ class Validator:
         """The errors and warnings of one policy (unlocated when ``policy`` has no spans)."""
         if policy.template_id is not None:
             return self.check_link(policy), []
-        errors = [*self.check_names(policy), *self.check_application(policy)]
-        impossible = self.check_types(policy, errors)  # any depth: typed on an explicit stack
+        scan = PolicyScan.of(policy)
+        errors = [*self.check_names(policy, scan), *self.check_application(policy)]
+        impossible = self.check_types(policy, errors, scan)  # any depth: on an explicit stack
         warnings = [_impossible(policy)] if impossible else []
         return _dedupe(errors), warnings
 
-    def check_types(self, policy: Policy, sink: list[Finding]) -> bool:
-        """Type ``policy`` in every environment, into ``sink``; true if it is always false."""
+    def check_types(
+        self, policy: Policy, sink: list[Finding], scan: PolicyScan | None = None
+    ) -> bool:
+        """Type ``policy`` in every environment, into ``sink``; true if it is always false.
+
+        Environments with the same :func:`typing_key` are typed once (alike: the same type and
+        findings). ``scan`` is the policy's :class:`PolicyScan` when the caller has it.
+        """
         condition = policy_condition(policy)
-        variables = frozenset(n.var for n in walk(condition) if n.__class__ is Variable)
+        key = typing_key((scan or PolicyScan.of(policy)).variables)
         impossible = True
-        typed: set[tuple[Any, ...]] = set()
+        typed: set[Any] = set()
         for env in self.environments(policy):
-            key = typing_key(env, variables)
-            if key in typed:  # typed alike already: same type, same findings (deduplicated)
+            seen = len(typed)
+            typed.add(key(env))
+            if len(typed) == seen:  # typed alike already
                 continue
-            typed.add(key)
             if EnvTypechecker(self.schema, env, sink).policy_type(condition) is not FALSE:
                 impossible = False
         return impossible
 
     # -- names ---------------------------------------------------------------------------------
 
-    def check_names(self, policy: Policy) -> Iterator[Finding]:
+    def check_names(self, policy: Policy, scan: PolicyScan | None = None) -> Iterator[Finding]:
         """Undeclared entity types and actions, and ids outside an enumerated type."""
-        for uid, span in _entity_literals(policy):
+        scan = scan or PolicyScan.of(policy)
+        for uid, span in scan.literals:
             yield from self._check_uid(uid, span)
-        for type_name, span in _is_types(policy):
+        for type_name, span in scan.is_types:
             if type_name not in self.known_types:
                 yield self._unknown_type(type_name, span)
 
@@ -389,30 +398,40 @@ def _target(entity: EntityUID | SlotId | None, span: Span | None) -> Expr | None
     return None if entity is None else Lit(entity, span=span)
 
 
-def _scopes(policy: Policy) -> tuple[Scope, Scope, Scope]:
-    return policy.principal, policy.action, policy.resource
+class PolicyScan(NamedTuple):
+    """What the validator reads off a policy in one walk over its conditions (scopes included):
+    its entity literals and ``is`` types with where they are (in order: the name checks report
+    them so), and the variables it mentions (what its typing can tell apart)."""
 
+    literals: list[tuple[EntityUID, Span | None]]
+    is_types: list[tuple[str, Span | None]]
+    variables: frozenset[Var]
 
-def _entity_literals(policy: Policy) -> Iterator[tuple[EntityUID, Span | None]]:
-    for scope in _scopes(policy):
-        if isinstance(scope.entity, EntityUID):
-            yield scope.entity, scope.span
-        for uid in scope.entities:
-            yield uid, scope.span
-    for cond in policy.conditions:
-        for node in walk(cond.body):
-            if node.__class__ is Lit and isinstance(node.value, EntityUID):
-                yield node.value, node.span
-
-
-def _is_types(policy: Policy) -> Iterator[tuple[str, Span | None]]:
-    for scope in _scopes(policy):
-        if scope.entity_type is not None:
-            yield scope.entity_type, scope.span
-    for cond in policy.conditions:
-        for node in walk(cond.body):
-            if node.__class__ is Is:
-                yield node.entity_type, node.span
+    @classmethod
+    def of(cls, policy: Policy) -> PolicyScan:
+        """Scan ``policy`` (iteratively: any depth is fine)."""
+        literals: list[tuple[EntityUID, Span | None]] = []
+        is_types: list[tuple[str, Span | None]] = []
+        variables: set[Var] = set()
+        for scope in (policy.principal, policy.action, policy.resource):
+            if scope.op is not ScopeOp.ANY:
+                variables.add(scope.var)  # as in `scope_expr`
+            if isinstance(scope.entity, EntityUID):
+                literals.append((scope.entity, scope.span))
+            literals += [(uid, scope.span) for uid in scope.entities]
+            if scope.entity_type is not None:
+                is_types.append((scope.entity_type, scope.span))
+        for cond in policy.conditions:
+            for node in walk(cond.body):
+                kind = node.__class__
+                if kind is Lit:
+                    if node.value.__class__ is EntityUID:  # type: ignore[attr-defined]
+                        literals.append((node.value, node.span))  # type: ignore[attr-defined]
+                elif kind is Variable:
+                    variables.add(node.var)  # type: ignore[attr-defined]
+                elif kind is Is:
+                    is_types.append((node.entity_type, node.span))  # type: ignore[attr-defined]
+        return cls(literals, is_types, frozenset(variables))
 
 
 # ---------------------------------------------------------------------------------------------
