@@ -146,7 +146,7 @@ class Entities(Mapping[EntityUID, Entity]):
         entities = []
         for i, item in enumerate(items):
             try:
-                entities.append(_entity_from_json(item, f"[{i}]", source, schema))
+                entities.append(_entity_from_json(item, i, source, schema))
             except EntitiesError as err:
                 if text is not None and err.span is None:  # point at the entity in the file
                     from ._jsonloc import json_span
@@ -227,12 +227,22 @@ class Entities(Mapping[EntityUID, Entity]):
 def _close_ancestors(
     by_uid: dict[EntityUID, Entity], base: Entities | None
 ) -> dict[EntityUID, Entity]:
-    """Fill in ``ancestors`` (transitive parents) for every entity; a cycle is an error."""
+    """Fill in ``ancestors`` (transitive parents) for every entity; a cycle is an error.
+
+    An entity whose ``ancestors`` are right already (no parents and none; or computed before,
+    as the schema's action entities are) is kept as it is.
+    """
     done: dict[EntityUID, frozenset[EntityUID]] = {}
-    return {
-        uid: Entity(ent.uid, ent.attrs, ent.parents, ent.tags, _ancestors(uid, by_uid, base, done))
-        for uid, ent in by_uid.items()
-    }
+    closed: dict[EntityUID, Entity] = {}
+    for uid, ent in by_uid.items():
+        ancestors = _ancestors(uid, by_uid, base, done) if ent.parents else _NONE
+        if ancestors != ent.ancestors:
+            ent = Entity(ent.uid, ent.attrs, ent.parents, ent.tags, ancestors)
+        closed[uid] = ent
+    return closed
+
+
+_NONE: frozenset[EntityUID] = frozenset()
 
 
 _ON_PATH: Any = object()  # a unique marker (the empty frozenset is a shared singleton)
@@ -336,10 +346,9 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) -> EntityUID:
     """An entity uid from ``{"type", "id"}`` or ``{"__entity": {"type", "id"}}``."""
-    if obj.__class__ is dict and len(obj) == 2:  # fast path: a plain {"type", "id"}
-        type_name, id_ = obj.get("type"), obj.get("id")
-        if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
-            return EntityUID(type_name, id_)
+    plain = _plain_uid(obj)
+    if plain is not None:
+        return plain
     if isinstance(obj, dict) and _has_shape(obj.get("__entity"), type=str, id=str):
         # Rust's `EntityUidJson`: an explicit `__entity` escape wins, other keys are ignored.
         obj = obj["__entity"]
@@ -354,6 +363,16 @@ def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) 
     if not isinstance(id_, str):
         raise error(f"{where}: entity id must be a string, got `{preview(id_)}`")
     return EntityUID(type_name, id_)
+
+
+def _plain_uid(obj: Any) -> EntityUID | None:
+    """The uid of a plain, valid ``{"type", "id"}`` object (the usual form, read fast), else
+    ``None`` (:func:`uid_from_json` reads the other forms, or says what is wrong)."""
+    if obj.__class__ is dict and len(obj) == 2:
+        type_name, id_ = obj.get("type"), obj.get("id")
+        if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
+            return EntityUID(type_name, id_)
+    return None
 
 
 def value_from_json(obj: Any, where: str, limits: _Limits | None = None, depth: int = 1) -> Any:
@@ -540,37 +559,42 @@ def _record_from_json(obj: Any, where: str) -> Record:
 
 
 def _entity_from_json(
-    item: Any, where: str, source: str | None, schema: EntitySchema | None = None
+    item: Any, index: int, source: str | None, schema: EntitySchema | None = None
 ) -> Entity:
-    """One entity from its JSON object; with a schema, values are read by their types."""
+    """Entity ``index`` of a JSON array, from its object; with a schema, values are read by
+    their types. (Where-texts for messages are only built on the way to an error.)"""
     try:
         if not isinstance(item, dict):
-            raise JSONValueError(f"entity{where}: expected an entity object, got `{preview(item)}`")
+            raise JSONValueError(
+                f"entity[{index}]: expected an entity object, got `{preview(item)}`"
+            )
         for key in ("uid", "attrs", "parents"):
             if key not in item:
-                raise JSONValueError(f"entity{where}: missing field `{key}`")
-        uid = uid_from_json(item["uid"], f"entity{where}.uid", JSONValueError)
-        label = f"`{uid}`"
+                raise JSONValueError(f"entity[{index}]: missing field `{key}`")
+        uid = _plain_uid(item["uid"]) or uid_from_json(
+            item["uid"], f"entity[{index}].uid", JSONValueError
+        )
         parents_json = item["parents"]
         if not isinstance(parents_json, list):
-            raise JSONValueError(f"{label}.parents: expected a JSON array")
+            raise JSONValueError(f"`{uid}`.parents: expected a JSON array")
         parents = frozenset(
-            uid_from_json(p, f"{label}.parents[{i}]", JSONValueError)
+            _plain_uid(p) or uid_from_json(p, f"`{uid}`.parents[{i}]", JSONValueError)
             for i, p in enumerate(parents_json)
         )
         if is_action_type(uid.type):
             # Rust's entity JSON parser: actions may only be members of action groups.
             for p in sorted(parents):
                 if not is_action_type(p.type):
-                    raise JSONValueError(f"action {label} has a non-action parent `{p}`")
+                    raise JSONValueError(f"action `{uid}` has a non-action parent `{p}`")
         if schema is not None:
-            for key in ("attrs", "tags"):  # read recursively by the schema's types
-                if key in item:
-                    check_json_limits(item[key], f"{label}.{key}", JSONValueError)
+            # Read recursively by the schema's types: the sizes are checked first.
+            check_json_limits(item["attrs"], lambda: f"`{uid}`.attrs", JSONValueError)
+            if "tags" in item:
+                check_json_limits(item["tags"], lambda: f"`{uid}`.tags", JSONValueError)
             return schema.conform_entity(uid, item, parents)
-        attrs = _record_from_json(item["attrs"], f"{label}.attrs")
+        attrs = _record_from_json(item["attrs"], f"`{uid}`.attrs")
         # `tags` is optional, but when present it must be an object (`null` and `[]` are errors).
-        tags = _record_from_json(item["tags"], f"{label}.tags") if "tags" in item else EMPTY_RECORD
+        tags = _record_from_json(item["tags"], f"`{uid}`.tags") if "tags" in item else EMPTY_RECORD
     except EntitiesError as err:
         err.source = source
         raise
@@ -656,11 +680,14 @@ def _scalar_text(value: Any, limit: int) -> str | None:
     return json.dumps(text[: limit + 1], ensure_ascii=False)
 
 
-def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> None:
+def check_json_limits(
+    value: Any, where: str | Callable[[], str], error: type[CedarliteError]
+) -> None:
     """Refuse a JSON-like input (dicts, lists...) nested deeper than
     :data:`~cedarlite.values.MAX_VALUE_DEPTH` or holding more than
     :data:`~cedarlite.values.MAX_VALUE_SIZE` elements, before anything reads it: iterative,
-    level by level, linear, and it stops at the first level or element too many."""
+    level by level, linear, and it stops at the first level or element too many. ``where``
+    names the input in the error (a function making the name: called only for an error)."""
     size = 0
     level = [value]
     for depth in range(1, MAX_VALUE_DEPTH + 2):
@@ -674,10 +701,12 @@ def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> No
             else:
                 continue  # a scalar, or a Cedar value built by the caller
             if depth > MAX_VALUE_DEPTH:
-                raise error(f"{where}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)")
+                raise error(
+                    f"{_name(where)}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)"
+                )
             size += len(node)
             if size > MAX_VALUE_SIZE:
-                raise error(f"{where}: too large (more than {MAX_VALUE_SIZE:,} elements)")
+                raise error(f"{_name(where)}: too large (more than {MAX_VALUE_SIZE:,} elements)")
             if not _JSON_SCALARS.issuperset(map(type, items)):  # (at C speed when all scalars)
                 below.extend(item for item in items if item.__class__ not in _JSON_SCALARS)
         if not below:
@@ -686,6 +715,10 @@ def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> No
 
 
 _JSON_SCALARS = frozenset({str, int, bool, float, type(None)})
+
+
+def _name(where: str | Callable[[], str]) -> str:
+    return where if isinstance(where, str) else where()
 
 
 def json_kind(value: Any) -> str:

@@ -59,38 +59,36 @@ def check_enum(uid: EntityUID, schema: Schema, where: str) -> None:
 
 def decode(obj: Any, t: CedarType, where: str, schema: Schema) -> Any:
     """The Cedar value of JSON ``obj`` read as type ``t``; raises :class:`ConformError`."""
-    match t:
-        case BoolType():
-            if obj.__class__ is not bool:
-                raise _mismatch(where, t, obj)
-            return obj
-        case LongType():
-            if obj.__class__ is not int:
-                raise _mismatch(where, t, obj)
-            if not I64_MIN <= obj <= I64_MAX:
-                raise ConformError(f"{where}: integer `{obj}` does not fit in 64 bits")
-            return obj
-        case StringType():
-            if obj.__class__ is not str:
-                raise _mismatch(where, t, obj)
-            return obj
-        case EntityType(name=name):
-            try:
-                uid = uid_from_json(obj, where, JSONValueError)
-            except JSONValueError:
-                raise _mismatch(where, t, obj) from None
-            if uid.type != name:
-                raise ConformError(f"{where}: expected an entity of type `{name}`, got `{uid}`")
-            check_enum(uid, schema, where)
-            return uid
-        case SetType(element=element):
-            if obj.__class__ is not list:
-                raise _mismatch(where, t, obj)
-            return CedarSet(decode(x, element, f"{where}[{i}]", schema) for i, x in enumerate(obj))
-        case RecordType():
-            return decode_record(obj, t, where, schema)
-        case ExtensionType(name=name):
-            return _decode_extension(obj, name, where)
+    kind = t.__class__  # (the type classes are final: compared by identity, the fastest way)
+    if kind is StringType or kind is BoolType:
+        if obj.__class__ is not (str if kind is StringType else bool):
+            raise _mismatch(where, t, obj)
+        return obj
+    if kind is LongType:
+        if obj.__class__ is not int:
+            raise _mismatch(where, t, obj)
+        if not I64_MIN <= obj <= I64_MAX:
+            raise ConformError(f"{where}: integer `{obj}` does not fit in 64 bits")
+        return obj
+    if kind is RecordType:
+        return decode_record(obj, t, where, schema)  # type: ignore[arg-type]
+    if kind is EntityType:
+        name = t.name  # type: ignore[attr-defined]
+        try:
+            uid = uid_from_json(obj, where, JSONValueError)
+        except JSONValueError:
+            raise _mismatch(where, t, obj) from None
+        if uid.type != name:
+            raise ConformError(f"{where}: expected an entity of type `{name}`, got `{uid}`")
+        check_enum(uid, schema, where)
+        return uid
+    if kind is SetType:
+        if obj.__class__ is not list:
+            raise _mismatch(where, t, obj)
+        element = t.element  # type: ignore[attr-defined]
+        return CedarSet(decode(x, element, f"{where}[{i}]", schema) for i, x in enumerate(obj))
+    if kind is ExtensionType:
+        return _decode_extension(obj, t.name, where)  # type: ignore[attr-defined]
     raise ConformError(f"{where}: unsupported schema type `{t}`")  # pragma: no cover
 
 
@@ -147,8 +145,12 @@ def _decode_extension(obj: Any, name: str, where: str) -> Any:
 
 
 def action_entities(schema: Schema) -> list[Entity]:
-    """The schema's actions as entities, parents being their action groups."""
-    return [Entity(uid, EMPTY_RECORD, frozenset(a.member_of)) for uid, a in schema.actions.items()]
+    """The schema's actions as entities, parents being their action groups (ancestors: the
+    closure of the action hierarchy)."""
+    return [
+        Entity(uid, EMPTY_RECORD, frozenset(a.member_of), ancestors=schema.action_ancestors(uid))
+        for uid, a in schema.actions.items()
+    ]
 
 
 def conform_entity(
@@ -191,14 +193,13 @@ def _conform_entity(
     check_enum(uid, schema, label)
     attrs = decode_record(item.get("attrs"), definition.shape, f"{label}.attrs", schema)
     for parent in parents:
-        where = f"{label}.parents"
         if parent.type not in definition.member_of_types:
             allowed = ", ".join(f"`{t}`" for t in sorted(definition.member_of_types)) or "none"
             raise ConformError(
-                f"{where}: `{uid.type}` entities cannot be members of `{parent.type}` "
+                f"{label}.parents: `{uid.type}` entities cannot be members of `{parent.type}` "
                 f"entities (allowed parent types: {allowed})"
             )
-        check_enum(parent, schema, where)
+        check_enum(parent, schema, f"{label}.parents")
     tags = EMPTY_RECORD
     if "tags" in item:
         tags_json = item["tags"]

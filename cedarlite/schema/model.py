@@ -187,9 +187,14 @@ class Schema:
         """
         return conform.conform_entity(uid, item, parents, self)
 
-    def action_entities(self) -> list[Entity]:
-        """The declared actions as entities, their parents being their action groups."""
-        return conform.action_entities(self)
+    def action_entities(self) -> tuple[Entity, ...]:
+        """The declared actions as entities, their parents being their action groups (and
+        their ancestors computed: made once per schema)."""
+        return self._action_entities
+
+    @functools.cached_property
+    def _action_entities(self) -> tuple[Entity, ...]:
+        return tuple(conform.action_entities(self))
 
     def conform_request(
         self, request: Request, context: Mapping[str, Any] | None = None, *, validate: bool = True
