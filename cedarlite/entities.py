@@ -688,6 +688,9 @@ def check_json_limits(
     :data:`~cedarlite.values.MAX_VALUE_SIZE` elements, before anything reads it: iterative,
     level by level, linear, and it stops at the first level or element too many. ``where``
     names the input in the error (a function making the name: called only for an error)."""
+    flat = value.__class__ is dict and _JSON_SCALARS.issuperset(map(type, value.values()))
+    if flat and len(value) <= MAX_VALUE_SIZE:
+        return  # a flat object (most attributes and contexts): nothing more to count
     size = 0
     level = [value]
     for depth in range(1, MAX_VALUE_DEPTH + 2):

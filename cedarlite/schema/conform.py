@@ -114,10 +114,19 @@ def decode_record(obj: Any, t: RecordType, where: str, schema: Schema) -> Record
             except JSONValueError as err:
                 raise ConformError(err.message) from None
             continue
-        out[key] = decode(value, attr.type, f"{where}.{key}", schema)
-    for key, attr in attrs.items():
-        if attr.required and key not in out:
-            raise ConformError(f"{where}: required attribute `{key}` is missing")
+        kind, cls = attr.type.__class__, value.__class__
+        if (
+            (cls is str and kind is StringType)
+            or (cls is bool and kind is BoolType)
+            or (cls is int and kind is LongType and I64_MIN <= value <= I64_MAX)
+        ):
+            out[key] = value  # what `decode` returns for a primitive of the declared type
+        else:
+            out[key] = decode(value, attr.type, f"{where}.{key}", schema)
+    if t.open or len(out) != len(attrs):  # (else every declared attribute is there)
+        for key, attr in attrs.items():
+            if attr.required and key not in out:
+                raise ConformError(f"{where}: required attribute `{key}` is missing")
     return Record(out)
 
 
