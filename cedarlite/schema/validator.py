@@ -145,7 +145,7 @@ def validate(
     for input that does not parse; everything else is reported in the result.
     """
     policy_set = policies if isinstance(policies, PolicySet) else PolicySet.from_str(policies)
-    return Validator(_as_schema(schema)).validate(policy_set)
+    return Validator.of(_as_schema(schema)).validate(policy_set)
 
 
 def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
@@ -158,6 +158,12 @@ def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
 
 class Validator:
     """Validates policies against one schema (its request environments are computed once)."""
+
+    @classmethod
+    def of(cls, schema: Schema) -> Validator:
+        """The validator of ``schema``, made once per schema object (see :meth:`Schema.derived
+        <cedarlite.schema.Schema.derived>`)."""
+        return schema.derived(cls)
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
