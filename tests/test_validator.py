@@ -530,13 +530,13 @@ def test_exported_from_the_package() -> None:
     assert cedarlite.ValidationResult is ValidationResult
 
 
-def test_a_schema_keeps_its_validator() -> None:
-    """Validator.of builds a schema's validator (its request environments) once per schema
-    object; an equal schema read again builds its own."""
+def test_a_schema_keeps_its_request_environments() -> None:
+    """A schema's request environments are built once per schema object (Schema.derived);
+    an equal schema read again builds its own."""
     text = "entity User; action view appliesTo { principal: User, resource: User };"
     schema = Schema.from_str(text)
-    validator = Validator.of(schema)
-    assert Validator.of(schema) is validator
+    envs = Validator(schema).envs
+    assert Validator(schema).envs is envs
     again = Schema.from_str(text)
-    assert again == schema and Validator.of(again) is not validator
-    assert Validator.of(again).envs == validator.envs
+    assert again == schema and Validator(again).envs is not envs
+    assert Validator(again).envs == envs

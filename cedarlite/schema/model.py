@@ -144,8 +144,9 @@ class Schema:
         """``build(self)``, made once per schema object and kept with it (``build`` is the key).
 
         For what a later stage computes once per schema, such as the validator's request
-        environments (:meth:`Validator.of <cedarlite.schema.validator.Validator.of>`): a schema
-        is immutable, so the result stays right for the schema's lifetime.
+        environments: a schema is immutable, so the result stays right for the schema's
+        lifetime. (A result that refers back to the schema makes a reference cycle: only the
+        garbage collector frees such a schema.)
         """
         memo = self._derived
         if build not in memo:

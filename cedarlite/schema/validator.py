@@ -145,7 +145,7 @@ def validate(
     for input that does not parse; everything else is reported in the result.
     """
     policy_set = policies if isinstance(policies, PolicySet) else PolicySet.from_str(policies)
-    return Validator.of(_as_schema(schema)).validate(policy_set)
+    return Validator(_as_schema(schema)).validate(policy_set)
 
 
 def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
@@ -157,21 +157,12 @@ def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
 
 
 class Validator:
-    """Validates policies against one schema (its request environments are computed once)."""
-
-    @classmethod
-    def of(cls, schema: Schema) -> Validator:
-        """The validator of ``schema``, made once per schema object (see :meth:`Schema.derived
-        <cedarlite.schema.Schema.derived>`)."""
-        return schema.derived(cls)
+    """Validates policies against one schema (its request environments are computed once per
+    schema object, see :meth:`Schema.derived <cedarlite.schema.Schema.derived>`)."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
-        self.envs = tuple(
-            TypeEnv(env.principal, env.action, env.resource, _context(schema, env.action))
-            for env in schema.request_environments()
-        )
-        self.known_types = frozenset(schema.entity_types) | schema.action_entity_types
+        self.envs, self.known_types = schema.derived(_schema_tables)
 
     def validate(self, policies: PolicySet) -> ValidationResult:
         """Validate every policy, template and template link of ``policies``."""
@@ -451,6 +442,16 @@ def _impossible(policy: Policy) -> Finding:
         policy.span,
         "check the scope and conditions against the schema's `appliesTo`",
     )
+
+
+def _schema_tables(schema: Schema) -> tuple[tuple[TypeEnv, ...], frozenset[str]]:
+    """The schema's request environments, and every entity type name it knows (actions'
+    included). (Nothing here refers back to the schema: no reference cycle.)"""
+    envs = tuple(
+        TypeEnv(env.principal, env.action, env.resource, _context(schema, env.action))
+        for env in schema.request_environments()
+    )
+    return envs, frozenset(schema.entity_types) | schema.action_entity_types
 
 
 def _context(schema: Schema, action: EntityUID) -> RecordType:
