@@ -26,7 +26,7 @@ policies have their link values checked (declared types, action application).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -162,7 +162,9 @@ class Validator:
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
-        self.envs, self.known_types = schema.derived(_schema_tables)
+        self.tables = schema.derived(SchemaTables)
+        self.envs = self.tables.envs
+        self.known_types = self.tables.known_types
 
     def validate(self, policies: PolicySet) -> ValidationResult:
         """Validate every policy, template and template link of ``policies``."""
@@ -197,14 +199,13 @@ class Validator:
         findings). ``scan`` is the policy's :class:`PolicyScan` when the caller has it.
         """
         condition = policy_condition(policy)
-        key = typing_key((scan or PolicyScan.of(policy)).variables)
+        variables = (scan or PolicyScan.of(policy)).variables
+        if policy.is_template:
+            envs = _distinct(self.environments(policy), typing_key(variables))
+        else:
+            envs = self.tables.distinct(variables)
         impossible = True
-        typed: set[Any] = set()
-        for env in self.environments(policy):
-            seen = len(typed)
-            typed.add(key(env))
-            if len(typed) == seen:  # typed alike already
-                continue
+        for env in envs:
             if EnvTypechecker(self.schema, env, sink).policy_type(condition) is not FALSE:
                 impossible = False
         return impossible
@@ -444,14 +445,38 @@ def _impossible(policy: Policy) -> Finding:
     )
 
 
-def _schema_tables(schema: Schema) -> tuple[tuple[TypeEnv, ...], frozenset[str]]:
-    """The schema's request environments, and every entity type name it knows (actions'
-    included). (Nothing here refers back to the schema: no reference cycle.)"""
-    envs = tuple(
-        TypeEnv(env.principal, env.action, env.resource, _context(schema, env.action))
-        for env in schema.request_environments()
-    )
-    return envs, frozenset(schema.entity_types) | schema.action_entity_types
+class SchemaTables:
+    """What the validator derives from a schema, once per schema object
+    (:meth:`Schema.derived <cedarlite.schema.Schema.derived>`; nothing here refers back to the
+    schema, so no reference cycle keeps it alive)."""
+
+    __slots__ = ("_distinct", "envs", "known_types")
+
+    def __init__(self, schema: Schema) -> None:
+        #: The request environments, in schema order.
+        self.envs = tuple(
+            TypeEnv(env.principal, env.action, env.resource, _context(schema, env.action))
+            for env in schema.request_environments()
+        )
+        #: Every entity type name the schema knows, the actions' types included.
+        self.known_types = frozenset(schema.entity_types) | schema.action_entity_types
+        self._distinct: dict[frozenset[Var], tuple[TypeEnv, ...]] = {}
+
+    def distinct(self, variables: frozenset[Var]) -> tuple[TypeEnv, ...]:
+        """The environments a policy that mentions ``variables`` is typed in: the first of each
+        :func:`typing_key` (made once per set of variables)."""
+        envs = self._distinct.get(variables)
+        if envs is None:
+            envs = self._distinct[variables] = _distinct(self.envs, typing_key(variables))
+        return envs
+
+
+def _distinct(envs: Iterable[TypeEnv], key: Callable[[TypeEnv], Any]) -> tuple[TypeEnv, ...]:
+    """The first of ``envs`` with each ``key``, in order."""
+    first: dict[Any, TypeEnv] = {}
+    for env in envs:
+        first.setdefault(key(env), env)
+    return tuple(first.values())
 
 
 def _context(schema: Schema, action: EntityUID) -> RecordType:
