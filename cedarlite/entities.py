@@ -582,9 +582,13 @@ def _entity_from_json(
         parents_json = item["parents"]
         if not isinstance(parents_json, list):
             raise JSONValueError(f"`{uid}`.parents: expected a JSON array")
-        parents = frozenset(
-            _plain_uid(p) or uid_from_json(p, f"`{uid}`.parents[{i}]", JSONValueError)
-            for i, p in enumerate(parents_json)
+        parents = (
+            frozenset(
+                _plain_uid(p) or uid_from_json(p, f"`{uid}`.parents[{i}]", JSONValueError)
+                for i, p in enumerate(parents_json)
+            )
+            if parents_json
+            else _NONE
         )
         if is_action_type(uid.type):
             # Rust's entity JSON parser: actions may only be members of action groups.

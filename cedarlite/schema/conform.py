@@ -57,6 +57,11 @@ def check_enum(uid: EntityUID, schema: Schema, where: str) -> None:
         )
 
 
+def enumerated_types(schema: Schema) -> frozenset[str]:
+    """The entity types of ``schema`` whose ids are enumerated (see :func:`check_enum`)."""
+    return frozenset(name for name, d in schema.entity_types.items() if d.enum is not None)
+
+
 def decode(obj: Any, t: CedarType, where: str, schema: Schema) -> Any:
     """The Cedar value of JSON ``obj`` read as type ``t``; raises :class:`ConformError`."""
     kind = t.__class__  # (the type classes are final: compared by identity, the fastest way)
@@ -199,7 +204,8 @@ def _conform_entity(
             f"entity {label} has type `{uid.type}`, which is not declared in the schema",
             help=did_you_mean(uid.type, schema.entity_types),
         )
-    check_enum(uid, schema, label)
+    if definition.enum is not None:
+        check_enum(uid, schema, label)
     attrs = decode_record(item.get("attrs"), definition.shape, f"{label}.attrs", schema)
     for parent in parents:
         if parent.type not in definition.member_of_types:
@@ -208,7 +214,8 @@ def _conform_entity(
                 f"{label}.parents: `{uid.type}` entities cannot be members of `{parent.type}` "
                 f"entities (allowed parent types: {allowed})"
             )
-        check_enum(parent, schema, f"{label}.parents")
+        if parent.type in schema.derived(enumerated_types):
+            check_enum(parent, schema, f"{label}.parents")
     tags = EMPTY_RECORD
     if "tags" in item:
         tags_json = item["tags"]
