@@ -254,3 +254,29 @@ def test_valid_types_says_whether_every_uid_is_well_formed() -> None:
     assert not store(EntityUID(1, "a")).valid_types  # type: ignore[arg-type]
     assert not store(EntityUID("A", 2)).valid_types  # type: ignore[arg-type]
     assert not store(EntityUID("A", "a")).overlay([Entity(EntityUID("__cedar", "x"))]).valid_types
+
+
+def test_enumerated_ids_are_checked_for_entities_and_parents() -> None:
+    schema = Schema.from_str(
+        'entity Color enum ["red", "blue"]; entity User in [Color];'
+        "action a appliesTo { principal: User, resource: User };"
+    )
+
+    def entity(type_: str, id_: str, *parents: tuple[str, str]) -> dict[str, object]:
+        links = [{"type": t, "id": i} for t, i in parents]
+        return {"uid": {"type": type_, "id": id_}, "attrs": {}, "parents": links}
+
+    with pytest.raises(EntitiesError) as err:
+        Entities.from_json([entity("Color", "green")], schema=schema)
+    assert err.value.message == (
+        '`Color::"green"`: `Color::"green"` is not a valid `Color`; '
+        "the enumerated ids are `red`, `blue`"
+    )
+    with pytest.raises(EntitiesError) as err:
+        Entities.from_json([entity("User", "u", ("Color", "pink"))], schema=schema)
+    assert err.value.message == (
+        '`User::"u"`.parents: `Color::"pink"` is not a valid `Color`; '
+        "the enumerated ids are `red`, `blue`"
+    )
+    store = Entities.from_json([entity("User", "u", ("Color", "red"))], schema=schema)
+    assert store[EntityUID("User", "u")].ancestors == {EntityUID("Color", "red")}
