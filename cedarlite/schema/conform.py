@@ -158,13 +158,13 @@ def _decode_extension(obj: Any, name: str, where: str) -> Any:
 # Entities
 
 
-def action_entities(schema: Schema) -> list[Entity]:
+def action_entities(schema: Schema) -> tuple[Entity, ...]:
     """The schema's actions as entities, parents being their action groups (ancestors: the
     closure of the action hierarchy)."""
-    return [
+    return tuple(
         Entity(uid, EMPTY_RECORD, frozenset(a.member_of), ancestors=schema.action_ancestors(uid))
         for uid, a in schema.actions.items()
-    ]
+    )
 
 
 def conform_entity(

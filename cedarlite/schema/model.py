@@ -205,11 +205,7 @@ class Schema:
     def action_entities(self) -> tuple[Entity, ...]:
         """The declared actions as entities, their parents being their action groups (and
         their ancestors computed: made once per schema)."""
-        return self._action_entities
-
-    @functools.cached_property
-    def _action_entities(self) -> tuple[Entity, ...]:
-        return tuple(conform.action_entities(self))
+        return self.derived(conform.action_entities)
 
     def conform_request(
         self, request: Request, context: Mapping[str, Any] | None = None, *, validate: bool = True

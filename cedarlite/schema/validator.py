@@ -195,8 +195,9 @@ class Validator:
     ) -> bool:
         """Type ``policy`` in every environment, into ``sink``; true if it is always false.
 
-        Environments with the same :func:`typing_key` are typed once (alike: the same type and
-        findings). ``scan`` is the policy's :class:`PolicyScan` when the caller has it.
+        Environments with the same :func:`typing_key` type it alike (the same type and
+        findings), so one of each is typed. ``scan`` is the policy's :class:`PolicyScan` when
+        the caller has it.
         """
         condition = policy_condition(policy)
         variables = (scan or PolicyScan.of(policy)).variables
