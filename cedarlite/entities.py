@@ -596,10 +596,9 @@ def _entity_from_json(
                 if not is_action_type(p.type):
                     raise JSONValueError(f"action `{uid}` has a non-action parent `{p}`")
         if schema is not None:
-            # Read recursively by the schema's types: the sizes are checked first.
-            check_json_limits(item["attrs"], lambda: f"`{uid}`.attrs", JSONValueError)
-            if "tags" in item:
-                check_json_limits(item["tags"], lambda: f"`{uid}`.tags", JSONValueError)
+            for key in ("attrs", "tags"):  # read recursively by the schema's types
+                if key in item and not is_flat(item[key]):
+                    check_json_limits(item[key], f"`{uid}`.{key}", JSONValueError)
             return schema.conform_entity(uid, item, parents)
         attrs = _record_from_json(item["attrs"], f"`{uid}`.attrs")
         # `tags` is optional, but when present it must be an object (`null` and `[]` are errors).
@@ -689,17 +688,23 @@ def _scalar_text(value: Any, limit: int) -> str | None:
     return json.dumps(text[: limit + 1], ensure_ascii=False)
 
 
-def check_json_limits(
-    value: Any, where: str | Callable[[], str], error: type[CedarliteError]
-) -> None:
+def is_flat(value: Any) -> bool:
+    """``value`` is a JSON object of scalars within the size limit: one that
+    :func:`check_json_limits` passes at once (most attributes and contexts)."""
+    return (
+        value.__class__ is dict
+        and len(value) <= MAX_VALUE_SIZE
+        and _JSON_SCALARS.issuperset(map(type, value.values()))
+    )
+
+
+def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> None:
     """Refuse a JSON-like input (dicts, lists...) nested deeper than
     :data:`~cedarlite.values.MAX_VALUE_DEPTH` or holding more than
     :data:`~cedarlite.values.MAX_VALUE_SIZE` elements, before anything reads it: iterative,
-    level by level, linear, and it stops at the first level or element too many. ``where``
-    names the input in the error (a function making the name: called only for an error)."""
-    flat = value.__class__ is dict and _JSON_SCALARS.issuperset(map(type, value.values()))
-    if flat and len(value) <= MAX_VALUE_SIZE:
-        return  # a flat object (most attributes and contexts): nothing more to count
+    level by level, linear, and it stops at the first level or element too many."""
+    if is_flat(value):
+        return
     size = 0
     level = [value]
     for depth in range(1, MAX_VALUE_DEPTH + 2):
@@ -713,12 +718,10 @@ def check_json_limits(
             else:
                 continue  # a scalar, or a Cedar value built by the caller
             if depth > MAX_VALUE_DEPTH:
-                raise error(
-                    f"{_name(where)}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)"
-                )
+                raise error(f"{where}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)")
             size += len(node)
             if size > MAX_VALUE_SIZE:
-                raise error(f"{_name(where)}: too large (more than {MAX_VALUE_SIZE:,} elements)")
+                raise error(f"{where}: too large (more than {MAX_VALUE_SIZE:,} elements)")
             if not _JSON_SCALARS.issuperset(map(type, items)):  # (at C speed when all scalars)
                 below.extend(item for item in items if item.__class__ not in _JSON_SCALARS)
         if not below:
@@ -727,10 +730,6 @@ def check_json_limits(
 
 
 _JSON_SCALARS = frozenset({str, int, bool, float, type(None)})
-
-
-def _name(where: str | Callable[[], str]) -> str:
-    return where if isinstance(where, str) else where()
 
 
 def json_kind(value: Any) -> str:
