@@ -348,7 +348,7 @@ def _every_environment(validator: Validator, policy: Any) -> tuple[list[Any], bo
 
 
 @settings(
-    max_examples=EXAMPLES,
+    max_examples=EXAMPLES // 3,  # each example is typed in every environment, templates too
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
