@@ -12,6 +12,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import CedarliteError, EntitiesError, EvaluationError
@@ -79,6 +80,8 @@ class EntitySchema(Protocol):
 
 
 _SERIALS = itertools.count()
+_UID_TYPE = itemgetter(0)
+_UID_ID = itemgetter(1)
 
 
 class Entities(Mapping[EntityUID, Entity]):
@@ -109,9 +112,11 @@ class Entities(Mapping[EntityUID, Entity]):
         # Whether every stored uid is well formed, str fields and a valid type name (always,
         # for stores read from JSON): a request naming a stored entity then needs no check of
         # the uid's fields (the compiled engine's reading of request dicts).
+        types = set(map(_UID_TYPE, by_uid))  # (maps and set checks: at C speed)
         self.valid_types: bool = (
-            all(u.type.__class__ is str and u.id.__class__ is str for u in by_uid)
-            and all(map(is_valid_type_name, {u.type for u in by_uid}))
+            _STRINGS.issuperset(map(type, types))
+            and _STRINGS.issuperset(map(type, map(_UID_ID, by_uid)))
+            and all(map(is_valid_type_name, types))
             and (base is None or base.valid_types)
         )
         # A process-unique number (never reused, unlike id()): keys the decision caches.
@@ -146,7 +151,7 @@ class Entities(Mapping[EntityUID, Entity]):
         entities = []
         for i, item in enumerate(items):
             try:
-                entities.append(_entity_from_json(item, f"[{i}]", source, schema))
+                entities.append(_entity_from_json(item, i, source, schema))
             except EntitiesError as err:
                 if text is not None and err.span is None:  # point at the entity in the file
                     from ._jsonloc import json_span
@@ -227,12 +232,22 @@ class Entities(Mapping[EntityUID, Entity]):
 def _close_ancestors(
     by_uid: dict[EntityUID, Entity], base: Entities | None
 ) -> dict[EntityUID, Entity]:
-    """Fill in ``ancestors`` (transitive parents) for every entity; a cycle is an error."""
+    """Fill in ``ancestors`` (transitive parents) for every entity; a cycle is an error.
+
+    An entity whose ``ancestors`` are right already (no parents and none; or computed before,
+    as the schema's action entities are) is kept as it is.
+    """
     done: dict[EntityUID, frozenset[EntityUID]] = {}
-    return {
-        uid: Entity(ent.uid, ent.attrs, ent.parents, ent.tags, _ancestors(uid, by_uid, base, done))
-        for uid, ent in by_uid.items()
-    }
+    closed: dict[EntityUID, Entity] = {}
+    for uid, ent in by_uid.items():
+        ancestors = _ancestors(uid, by_uid, base, done) if ent.parents else _NONE
+        if ancestors != ent.ancestors:
+            ent = Entity(ent.uid, ent.attrs, ent.parents, ent.tags, ancestors)
+        closed[uid] = ent
+    return closed
+
+
+_NONE: frozenset[EntityUID] = frozenset()
 
 
 _ON_PATH: Any = object()  # a unique marker (the empty frozenset is a shared singleton)
@@ -336,10 +351,9 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) -> EntityUID:
     """An entity uid from ``{"type", "id"}`` or ``{"__entity": {"type", "id"}}``."""
-    if obj.__class__ is dict and len(obj) == 2:  # fast path: a plain {"type", "id"}
-        type_name, id_ = obj.get("type"), obj.get("id")
-        if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
-            return EntityUID(type_name, id_)
+    plain = _plain_uid(obj)
+    if plain is not None:
+        return plain
     if isinstance(obj, dict) and _has_shape(obj.get("__entity"), type=str, id=str):
         # Rust's `EntityUidJson`: an explicit `__entity` escape wins, other keys are ignored.
         obj = obj["__entity"]
@@ -354,6 +368,16 @@ def uid_from_json(obj: Any, where: str, error: type[Exception] = EntitiesError) 
     if not isinstance(id_, str):
         raise error(f"{where}: entity id must be a string, got `{preview(id_)}`")
     return EntityUID(type_name, id_)
+
+
+def _plain_uid(obj: Any) -> EntityUID | None:
+    """The uid of a plain, valid ``{"type", "id"}`` object (the usual form, read fast), else
+    ``None`` (:func:`uid_from_json` reads the other forms, or says what is wrong)."""
+    if obj.__class__ is dict and len(obj) == 2:
+        type_name, id_ = obj.get("type"), obj.get("id")
+        if type_name.__class__ is str and id_.__class__ is str and is_valid_type_name(type_name):
+            return EntityUID(type_name, id_)
+    return None
 
 
 def value_from_json(obj: Any, where: str, limits: _Limits | None = None, depth: int = 1) -> Any:
@@ -540,37 +564,45 @@ def _record_from_json(obj: Any, where: str) -> Record:
 
 
 def _entity_from_json(
-    item: Any, where: str, source: str | None, schema: EntitySchema | None = None
+    item: Any, index: int, source: str | None, schema: EntitySchema | None = None
 ) -> Entity:
-    """One entity from its JSON object; with a schema, values are read by their types."""
+    """Entity ``index`` of a JSON array, from its object; with a schema, values are read by
+    their types. (Where-texts for messages are only built on the way to an error.)"""
     try:
         if not isinstance(item, dict):
-            raise JSONValueError(f"entity{where}: expected an entity object, got `{preview(item)}`")
+            raise JSONValueError(
+                f"entity[{index}]: expected an entity object, got `{preview(item)}`"
+            )
         for key in ("uid", "attrs", "parents"):
             if key not in item:
-                raise JSONValueError(f"entity{where}: missing field `{key}`")
-        uid = uid_from_json(item["uid"], f"entity{where}.uid", JSONValueError)
-        label = f"`{uid}`"
+                raise JSONValueError(f"entity[{index}]: missing field `{key}`")
+        uid = _plain_uid(item["uid"]) or uid_from_json(
+            item["uid"], f"entity[{index}].uid", JSONValueError
+        )
         parents_json = item["parents"]
         if not isinstance(parents_json, list):
-            raise JSONValueError(f"{label}.parents: expected a JSON array")
-        parents = frozenset(
-            uid_from_json(p, f"{label}.parents[{i}]", JSONValueError)
-            for i, p in enumerate(parents_json)
+            raise JSONValueError(f"`{uid}`.parents: expected a JSON array")
+        parents = (
+            frozenset(
+                _plain_uid(p) or uid_from_json(p, f"`{uid}`.parents[{i}]", JSONValueError)
+                for i, p in enumerate(parents_json)
+            )
+            if parents_json
+            else _NONE
         )
         if is_action_type(uid.type):
             # Rust's entity JSON parser: actions may only be members of action groups.
             for p in sorted(parents):
                 if not is_action_type(p.type):
-                    raise JSONValueError(f"action {label} has a non-action parent `{p}`")
+                    raise JSONValueError(f"action `{uid}` has a non-action parent `{p}`")
         if schema is not None:
             for key in ("attrs", "tags"):  # read recursively by the schema's types
-                if key in item:
-                    check_json_limits(item[key], f"{label}.{key}", JSONValueError)
+                if key in item and not is_flat(item[key]):
+                    check_json_limits(item[key], f"`{uid}`.{key}", JSONValueError)
             return schema.conform_entity(uid, item, parents)
-        attrs = _record_from_json(item["attrs"], f"{label}.attrs")
+        attrs = _record_from_json(item["attrs"], f"`{uid}`.attrs")
         # `tags` is optional, but when present it must be an object (`null` and `[]` are errors).
-        tags = _record_from_json(item["tags"], f"{label}.tags") if "tags" in item else EMPTY_RECORD
+        tags = _record_from_json(item["tags"], f"`{uid}`.tags") if "tags" in item else EMPTY_RECORD
     except EntitiesError as err:
         err.source = source
         raise
@@ -656,11 +688,23 @@ def _scalar_text(value: Any, limit: int) -> str | None:
     return json.dumps(text[: limit + 1], ensure_ascii=False)
 
 
+def is_flat(value: Any) -> bool:
+    """``value`` is a JSON object of scalars within the size limit: one that
+    :func:`check_json_limits` passes at once (most attributes and contexts)."""
+    return (
+        value.__class__ is dict
+        and len(value) <= MAX_VALUE_SIZE
+        and _JSON_SCALARS.issuperset(map(type, value.values()))
+    )
+
+
 def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> None:
     """Refuse a JSON-like input (dicts, lists...) nested deeper than
     :data:`~cedarlite.values.MAX_VALUE_DEPTH` or holding more than
     :data:`~cedarlite.values.MAX_VALUE_SIZE` elements, before anything reads it: iterative,
     level by level, linear, and it stops at the first level or element too many."""
+    if is_flat(value):
+        return
     size = 0
     level = [value]
     for depth in range(1, MAX_VALUE_DEPTH + 2):

@@ -361,6 +361,13 @@ _ESCAPES = {
 
 def quote_string(s: str) -> str:
     """A Cedar string literal for ``s`` (Rust's ``escape_debug`` style)."""
+    if s.isprintable() and '"' not in s and "\\" not in s:  # nothing to escape (most ids)
+        return f'"{s}"'
+    return '"' + escape_chars(s) + '"'
+
+
+def escape_chars(s: str) -> str:
+    """``s`` escaped character by character, as in a Cedar string literal."""
     out = []
     for ch in s:
         esc = _ESCAPES.get(ch)
@@ -370,7 +377,7 @@ def quote_string(s: str) -> str:
             out.append(ch)
         else:
             out.append(f"\\u{{{ord(ch):x}}}")
-    return '"' + "".join(out) + '"'
+    return "".join(out)
 
 
 def to_cedar(value: Any) -> str:

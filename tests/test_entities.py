@@ -6,6 +6,7 @@ import pytest
 
 import cedarlite
 from cedarlite import Entities, EntitiesError, EntityUID, Request, RequestError, Schema
+from cedarlite.entities import Entity
 from cedarlite.ext import Decimal, IPAddr
 from cedarlite.request import make_request
 from cedarlite.values import CedarSet, Record
@@ -238,3 +239,44 @@ def test_hand_built_requests_are_normalized_before_any_engine_sees_them(engine):
     bad = Request(U("User", "a"), U("Action", "v"), U("Doc", "d"), {"admin": 1})  # type: ignore[arg-type]
     resp = cedarlite.is_authorized(bad, policy, engine=engine)
     assert not resp.allowed and resp.errors[0].message == "type error: expected bool, got long"
+
+
+def test_valid_types_says_whether_every_uid_is_well_formed() -> None:
+    """A store knows whether all its uids have str fields and valid type names (the
+    compiled engine then reads a request naming a stored entity without checking it)."""
+
+    def store(*uids: EntityUID) -> Entities:
+        return Entities([Entity(uid) for uid in uids])
+
+    assert store().valid_types
+    assert store(EntityUID("A", "a"), EntityUID("NS::B", "")).valid_types
+    assert not store(EntityUID("A", "a"), EntityUID("A b", "a")).valid_types
+    assert not store(EntityUID(1, "a")).valid_types  # type: ignore[arg-type]
+    assert not store(EntityUID("A", 2)).valid_types  # type: ignore[arg-type]
+    assert not store(EntityUID("A", "a")).overlay([Entity(EntityUID("__cedar", "x"))]).valid_types
+
+
+def test_enumerated_ids_are_checked_for_entities_and_parents() -> None:
+    schema = Schema.from_str(
+        'entity Color enum ["red", "blue"]; entity User in [Color];'
+        "action a appliesTo { principal: User, resource: User };"
+    )
+
+    def entity(type_: str, id_: str, *parents: tuple[str, str]) -> dict[str, object]:
+        links = [{"type": t, "id": i} for t, i in parents]
+        return {"uid": {"type": type_, "id": id_}, "attrs": {}, "parents": links}
+
+    with pytest.raises(EntitiesError) as err:
+        Entities.from_json([entity("Color", "green")], schema=schema)
+    assert err.value.message == (
+        '`Color::"green"`: `Color::"green"` is not a valid `Color`; '
+        "the enumerated ids are `red`, `blue`"
+    )
+    with pytest.raises(EntitiesError) as err:
+        Entities.from_json([entity("User", "u", ("Color", "pink"))], schema=schema)
+    assert err.value.message == (
+        '`User::"u"`.parents: `Color::"pink"` is not a valid `Color`; '
+        "the enumerated ids are `red`, `blue`"
+    )
+    store = Entities.from_json([entity("User", "u", ("Color", "red"))], schema=schema)
+    assert store[EntityUID("User", "u")].ancestors == {EntityUID("Color", "red")}

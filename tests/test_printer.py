@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cedarlite import ParseError, PolicySet, testing
 from cedarlite.cli import main
 from cedarlite.printer import format_text, print_policies
+from cedarlite.values import escape_chars, quote_string
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
 
@@ -91,3 +93,10 @@ def test_format_write_and_check(tmp_path, capsys):
     assert main(["format", "--write", "--policies", str(path)]) == 0
     assert main(["format", "--check", "--policies", str(path)]) == 0
     assert path.read_text() == "permit (\n  principal,\n  action,\n  resource\n);\n"
+
+
+@given(st.text())
+def test_quote_string_shortcut_agrees_with_escaping_every_character(text: str) -> None:
+    """Strings with nothing to escape are quoted as they are; the result is always the
+    character-by-character escaping."""
+    assert quote_string(text) == f'"{escape_chars(text)}"'

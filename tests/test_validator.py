@@ -31,6 +31,7 @@ from cedarlite.schema import Schema
 from cedarlite.schema.validator import (
     ValidationIssue,
     ValidationResult,
+    Validator,
     policy_condition,
     validate,
 )
@@ -527,3 +528,15 @@ def test_exported_from_the_package() -> None:
         pytest.skip("not exported from cedarlite/__init__.py yet")
     assert cedarlite.validate is validate
     assert cedarlite.ValidationResult is ValidationResult
+
+
+def test_a_schema_keeps_its_request_environments() -> None:
+    """A schema's request environments are built once per schema object (Schema.derived);
+    an equal schema read again builds its own."""
+    text = "entity User; action view appliesTo { principal: User, resource: User };"
+    schema = Schema.from_str(text)
+    envs = Validator(schema).envs
+    assert Validator(schema).envs is envs
+    again = Schema.from_str(text)
+    assert again == schema and Validator(again).envs is not envs
+    assert Validator(again).envs == envs

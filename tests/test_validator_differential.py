@@ -14,6 +14,7 @@ examples.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,9 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cedarlite import testing
+from cedarlite.ast import ScopeOp, SlotId
 from cedarlite.printer import print_policy
 from cedarlite.schema import Schema
-from cedarlite.schema.validator import validate
+from cedarlite.schema._lattice import FALSE
+from cedarlite.schema._typecheck import EnvTypechecker
+from cedarlite.schema.validator import Validator, policy_condition, validate
+from cedarlite.values import EntityUID
 
 cedarpy = pytest.importorskip("cedarpy")
 
@@ -325,3 +330,47 @@ def test_singleton_typing_agrees_with_cedarpy(condition: str) -> None:
         lambda c: cedarpy.validate_policies(_policy(c), KIND_SCHEMA).validation_passed, condition
     )
     assert ours == rust, condition
+
+
+# ---------------------------------------------------------------------------------------------
+# Typing each distinct environment once (`typing_key`) against typing every environment.
+
+
+def _every_environment(validator: Validator, policy: Any) -> tuple[list[Any], bool]:
+    """The reference: the policy typed in every request environment, findings deduplicated."""
+    sink: list[Any] = []
+    condition = policy_condition(policy)
+    types = [
+        EnvTypechecker(validator.schema, env, sink).policy_type(condition)
+        for env in validator.environments(policy)
+    ]
+    return list(dict.fromkeys(sink)), all(t is FALSE for t in types)
+
+
+@settings(
+    max_examples=EXAMPLES // 3,  # each example is typed in every environment, templates too
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(schema=schemas(), policy=testing.policies(universe=UNIVERSE, depth=3))
+def test_typing_each_distinct_environment_once_changes_nothing(
+    schema: dict[str, Any], policy: Any
+) -> None:
+    """The validator types a policy once per :func:`typing_key`; typing it in every
+    environment finds the same problems, in the same order, and the same impossibility."""
+    validator = Validator(Schema.from_json(schema))
+    for candidate in (policy, *_as_templates(policy)):
+        sink: list[Any] = []
+        impossible = validator.check_types(candidate, sink)
+        assert (list(dict.fromkeys(sink)), impossible) == _every_environment(validator, candidate)
+
+
+def _as_templates(policy: Any) -> list[Any]:
+    """``policy`` with its principal or its resource scope turned into a slot (templates)."""
+    out = []
+    for field in ("principal", "resource"):
+        scope = getattr(policy, field)
+        if scope.op in (ScopeOp.EQ, ScopeOp.IN) and isinstance(scope.entity, EntityUID):
+            slot = SlotId.PRINCIPAL if field == "principal" else SlotId.RESOURCE
+            out.append(replace(policy, **{field: replace(scope, entity=slot)}))
+    return out

@@ -23,6 +23,7 @@ so that one run reports everything it can.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from .._trampoline import Step, run
@@ -109,6 +110,26 @@ class TypeEnv(NamedTuple):
     context: RecordType
     principal_slot: str | None = None
     resource_slot: str | None = None
+
+
+def typing_key(variables: frozenset[Var]) -> Callable[[TypeEnv], tuple[Any, ...]]:
+    """What typing an expression that mentions ``variables`` depends on in an environment:
+    two environments with the same key type it alike, with the same findings.
+
+    The principal and resource types matter only where those variables appear; the action
+    where ``action`` or ``context`` appears (the context is the action's, and messages about
+    it name the action); the slots' linked types always (``None`` outside templates).
+    """
+    # INVARIANT: EnvTypechecker reads its env only in _variable, _slot, _literal (`action`)
+    # and _owner (`context`, naming the action); a new use of the env must be keyed here.
+    fields = [
+        *(["principal"] if Var.PRINCIPAL in variables else []),
+        *(["action"] if Var.ACTION in variables or Var.CONTEXT in variables else []),
+        *(["resource"] if Var.RESOURCE in variables else []),
+        "principal_slot",
+        "resource_slot",
+    ]
+    return itemgetter(*(TypeEnv._fields.index(f) for f in fields))
 
 
 def literal_type(schema: Schema, uid: EntityUID) -> CedarType | None:
@@ -206,7 +227,7 @@ class EnvTypechecker:
 
     def policy_type(self, condition: Expr) -> CedarType | None:
         """The type of a whole policy condition, which must be a Bool."""
-        return run(self.expect(condition, NO_CAPS, WANT_BOOL))[0]
+        return self.expect(condition, run(self.check(condition, NO_CAPS)), WANT_BOOL)[0]
 
     # -- reporting -----------------------------------------------------------------------------
 
@@ -217,33 +238,16 @@ class EnvTypechecker:
     def expect(
         self,
         expr: Expr,
-        caps: Capabilities,
+        typed: Typed,
         want: _Want,
         hint: Callable[[CedarType], str | None] | None = None,
-    ) -> Step[Typed] | Typed:
-        """Type ``expr`` and check it is what ``want`` accepts (else report; type ``None``)."""
-        checked = self.check(expr, caps)
-        if checked.__class__ is tuple:  # a leaf, typed already: no generator needed
-            return self._accept(expr, checked, want, hint)
-        return self._accept_later(expr, checked, want, hint)  # type: ignore[arg-type]
-
-    def _accept_later(
-        self,
-        expr: Expr,
-        checked: Step[Typed],
-        want: _Want,
-        hint: Callable[[CedarType], str | None] | None,
-    ) -> Step[Typed]:
-        return self._accept(expr, (yield checked), want, hint)
-
-    def _accept(
-        self,
-        expr: Expr,
-        checked: Typed,
-        want: _Want,
-        hint: Callable[[CedarType], str | None] | None,
     ) -> Typed:
-        t, out = checked
+        """``typed`` (the typing of ``expr``) if its type is what ``want`` accepts, else
+        reported (with the help ``hint`` gives for the wrong type) and untyped.
+
+        Rules call it as ``self.expect(x, (yield self.check(x, caps)), WANT_BOOL)``.
+        """
+        t = typed[0]
         if t is None:
             return None, NO_CAPS
         if not want.accepts(t):
@@ -254,7 +258,7 @@ class EnvTypechecker:
                 hint(t) if hint else None,
             )
             return None, NO_CAPS
-        return t, out
+        return typed
 
     def lub_or_report(self, node: Expr, types: Sequence[CedarType | None]) -> CedarType | None:
         """The least upper bound of ``types`` (``None`` if one is untyped or there is none)."""
@@ -297,7 +301,7 @@ class EnvTypechecker:
     # -- short-circuiting ----------------------------------------------------------------------
 
     def _if(self, e: If, caps: Capabilities) -> Step[Typed]:
-        test, test_caps = yield self.expect(e.cond, caps, WANT_BOOL)
+        test, test_caps = self.expect(e.cond, (yield self.check(e.cond, caps)), WANT_BOOL)
         if test is TRUE:
             then, then_caps = yield self.check(e.then_, caps | test_caps)
             return then, then_caps | test_caps
@@ -313,11 +317,11 @@ class EnvTypechecker:
     def _and(self, operands: tuple[Expr, ...], caps: Capabilities) -> Step[Typed]:
         """``a && b && c`` typed as Cedar's left-nested ``(a && b) && c``: each operand is
         combined with the result so far, and sees its capabilities."""
-        lt, lcaps = yield self.expect(operands[0], caps, WANT_BOOL)
+        lt, lcaps = self.expect(operands[0], (yield self.check(operands[0], caps)), WANT_BOOL)
         for right in operands[1:]:
             if lt is FALSE:
                 return FALSE, NO_CAPS
-            rt, rcaps = yield self.expect(right, caps | lcaps, WANT_BOOL)
+            rt, rcaps = self.expect(right, (yield self.check(right, caps | lcaps)), WANT_BOOL)
             if lt is None or rt is None:
                 lt, lcaps = BOOL, NO_CAPS
             elif rt is FALSE:
@@ -336,11 +340,11 @@ class EnvTypechecker:
 
     def _or(self, e: Or, caps: Capabilities) -> Step[Typed]:
         """``a || b || c`` typed as Cedar's left-nested ``(a || b) || c``."""
-        lt, lcaps = yield self.expect(e.operands[0], caps, WANT_BOOL)
+        lt, lcaps = self.expect(e.operands[0], (yield self.check(e.operands[0], caps)), WANT_BOOL)
         for right in e.operands[1:]:
             if lt is TRUE:
                 return TRUE, lcaps
-            rt, rcaps = yield self.expect(right, caps, WANT_BOOL)
+            rt, rcaps = self.expect(right, (yield self.check(right, caps)), WANT_BOOL)
             if lt is None or rt is None:
                 lt, lcaps = BOOL, NO_CAPS
             elif rt is TRUE:
@@ -357,9 +361,9 @@ class EnvTypechecker:
 
     def _unary(self, e: Unary, caps: Capabilities) -> Step[Typed]:
         if e.op is UnaryOp.NOT:
-            t, _ = yield self.expect(e.arg, caps, WANT_BOOL)
+            t, _ = self.expect(e.arg, (yield self.check(e.arg, caps)), WANT_BOOL)
             return (BOOL if t is None else negate(t)), NO_CAPS
-        yield self.expect(e.arg, caps, WANT_LONG)
+        self.expect(e.arg, (yield self.check(e.arg, caps)), WANT_LONG)
         return LONG, NO_CAPS
 
     def _arith(self, e: Arith, caps: Capabilities) -> Step[Typed]:
@@ -367,7 +371,12 @@ class EnvTypechecker:
         # `(a + b) - c`: `a` and `b` by `+`, `c` by `-`).
         for i, operand in enumerate(e.operands):
             op = e.ops[max(i - 1, 0)]
-            yield self.expect(operand, caps, WANT_LONG, _CONCAT_HINT if op is BinOp.ADD else None)
+            self.expect(
+                operand,
+                (yield self.check(operand, caps)),
+                WANT_LONG,
+                _CONCAT_HINT if op is BinOp.ADD else None,
+            )
         return LONG, NO_CAPS
 
     def _binary(self, e: Binary, caps: Capabilities) -> Step[Typed]:
@@ -420,8 +429,8 @@ class EnvTypechecker:
     # -- `in` ----------------------------------------------------------------------------------
 
     def _in(self, lhs: Expr, rhs: Expr, caps: Capabilities) -> Step[CedarType]:
-        lt, _ = yield self.expect(lhs, caps, WANT_ENTITY, _IN_HINT)
-        rt, _ = yield self.expect(rhs, caps, WANT_ENTITIES, _HAS_HINT)
+        lt, _ = self.expect(lhs, (yield self.check(lhs, caps)), WANT_ENTITY, _IN_HINT)
+        rt, _ = self.expect(rhs, (yield self.check(rhs, caps)), WANT_ENTITIES, _HAS_HINT)
         if lt is None or rt is None:
             return BOOL
         lhs_uid = self._literal_uid(lhs)
@@ -433,7 +442,7 @@ class EnvTypechecker:
             members = actions_in(self.schema, groups)
             return BOOL if members is None else singleton(lhs_uid in members)
         target = rt.element if rt.__class__ is SetType else rt
-        if not self._may_be_in(lt.name, target.name):  # type: ignore[union-attr]
+        if not self._may_be_in(lt.name, target.name):  # type: ignore[attr-defined]
             return FALSE
         return BOOL
 
@@ -471,7 +480,7 @@ class EnvTypechecker:
         return EMPTY_RECORD if definition is None else definition.shape
 
     def _get_attr(self, e: GetAttr, caps: Capabilities) -> Step[Typed]:
-        t, _ = yield self.expect(e.expr, caps, WANT_ENTITY_OR_RECORD)
+        t, _ = self.expect(e.expr, (yield self.check(e.expr, caps)), WANT_ENTITY_OR_RECORD)
         if t is None:
             return None, NO_CAPS
         return self._access(e, e.expr, t, e.attr, caps), NO_CAPS
@@ -521,7 +530,9 @@ class EnvTypechecker:
         return EnvTypechecker(self.schema, self.env, []).type_of(e)[0]
 
     def _has(self, e: Has, caps: Capabilities) -> Step[Typed]:
-        t, _ = yield self.expect(e.expr, caps, WANT_ENTITY_OR_RECORD, _HAS_HINT)
+        t, _ = self.expect(
+            e.expr, (yield self.check(e.expr, caps)), WANT_ENTITY_OR_RECORD, _HAS_HINT
+        )
         if t is None:
             return BOOL, NO_CAPS
         if len(e.path) == 1:
@@ -583,9 +594,8 @@ class EnvTypechecker:
     # -- other relations -----------------------------------------------------------------------
 
     def _like(self, e: Like, caps: Capabilities) -> Step[Typed]:
-        yield self.expect(
-            e.expr, caps, WANT_STRING, _hint(entity="to test an entity's type use `is`")
-        )
+        like_hint = _hint(entity="to test an entity's type use `is`")
+        self.expect(e.expr, (yield self.check(e.expr, caps)), WANT_STRING, like_hint)
         return BOOL, NO_CAPS
 
     def _is(self, e: Is, caps: Capabilities) -> Step[Typed]:
@@ -593,10 +603,10 @@ class EnvTypechecker:
             is_t = Is(e.expr, e.entity_type, span=e.span)
             in_y = Binary(BinOp.IN, e.expr, e.in_expr, span=e.span)
             return (yield self._and((is_t, in_y), caps))
-        t, _ = yield self.expect(e.expr, caps, WANT_ENTITY)
+        t, _ = self.expect(e.expr, (yield self.check(e.expr, caps)), WANT_ENTITY)
         if t is None:
             return BOOL, NO_CAPS
-        return singleton(t.name == e.entity_type), NO_CAPS
+        return singleton(t.name == e.entity_type), NO_CAPS  # type: ignore[attr-defined]
 
     # -- sets and records ----------------------------------------------------------------------
 
@@ -634,38 +644,47 @@ class EnvTypechecker:
         if name == "contains":
             return (yield self._contains(e, caps)), NO_CAPS
         if name in ("containsAll", "containsAny"):
-            left, _ = yield self.expect(e.receiver, caps, WANT_SET, _CONTAINS_HINT)
+            left, _ = self.expect(
+                e.receiver, (yield self.check(e.receiver, caps)), WANT_SET, _CONTAINS_HINT
+            )
             one = _hint("for one element use `contains`")
-            right, _ = yield self.expect(e.args[0], caps, WANT_SET, one)
+            right, _ = self.expect(e.args[0], (yield self.check(e.args[0], caps)), WANT_SET, one)
             if left is not None and right is not None:
                 self.lub_or_report(e, (left, right))
             return BOOL, NO_CAPS
         if name == "isEmpty":
-            yield self.expect(e.receiver, caps, WANT_SET, _hint(string='compare with `""`'))
+            self.expect(
+                e.receiver,
+                (yield self.check(e.receiver, caps)),
+                WANT_SET,
+                _hint(string='compare with `""`'),
+            )
             return BOOL, NO_CAPS
         if name == "hasTag":
             return (yield self._has_tag(e, caps))
         if name == "getTag":
             return (yield self._get_tag(e, caps)), NO_CAPS
         if name in ("startsWith", "endsWith"):  # cedarlite's dialect: (String, String) -> Bool
-            yield self.expect(e.receiver, caps, WANT_STRING)
-            yield self.expect(e.args[0], caps, WANT_STRING)
+            self.expect(e.receiver, (yield self.check(e.receiver, caps)), WANT_STRING)
+            self.expect(e.args[0], (yield self.check(e.args[0], caps)), WANT_STRING)
             return BOOL, NO_CAPS
         return (yield self._ext_call(e, METHODS.get(name), (e.receiver, *e.args), caps))
 
     def _contains(self, e: MethodCall, caps: Capabilities) -> Step[CedarType]:
-        container, _ = yield self.expect(e.receiver, caps, WANT_SET, _CONTAINS_HINT)
+        container, _ = self.expect(
+            e.receiver, (yield self.check(e.receiver, caps)), WANT_SET, _CONTAINS_HINT
+        )
         element, _ = yield self.check(e.args[0], caps)
         if container is not None and element is not None:
-            self.lub_or_report(e, (container.element, element))
+            self.lub_or_report(e, (container.element, element))  # type: ignore[attr-defined]
         return BOOL
 
     def _tag_operands(
         self, e: MethodCall, caps: Capabilities
     ) -> Step[tuple[CedarType, Any] | None]:
         """The receiver's type and the tags capability key, or ``None`` when untypable."""
-        owner, _ = yield self.expect(e.receiver, caps, WANT_ENTITY)
-        key, _ = yield self.expect(e.args[0], caps, WANT_STRING)
+        owner, _ = self.expect(e.receiver, (yield self.check(e.receiver, caps)), WANT_ENTITY)
+        key, _ = self.expect(e.args[0], (yield self.check(e.args[0], caps)), WANT_STRING)
         if owner is None or key is None:
             return None
         return owner, (e.receiver, ("tag", e.args[0]))
@@ -717,7 +736,7 @@ class EnvTypechecker:
                 yield self.check(arg, caps)
             return returns, NO_CAPS
         for arg, param in zip(args, func.params, strict=True):
-            yield self.expect(arg, caps, WANT_PARAM[param])
+            self.expect(arg, (yield self.check(arg, caps)), WANT_PARAM[param])
         return returns, NO_CAPS
 
     def _ext_arguments_ok(self, e: Expr, func: ExtFunction, args: Sequence[Expr]) -> bool:
@@ -792,4 +811,5 @@ __all__ = [
     "actions_in",
     "is_action_type",
     "literal_type",
+    "typing_key",
 ]

@@ -57,40 +57,43 @@ def check_enum(uid: EntityUID, schema: Schema, where: str) -> None:
         )
 
 
+def enumerated_types(schema: Schema) -> frozenset[str]:
+    """The entity types of ``schema`` whose ids are enumerated (see :func:`check_enum`)."""
+    return frozenset(name for name, d in schema.entity_types.items() if d.enum is not None)
+
+
 def decode(obj: Any, t: CedarType, where: str, schema: Schema) -> Any:
     """The Cedar value of JSON ``obj`` read as type ``t``; raises :class:`ConformError`."""
-    match t:
-        case BoolType():
-            if obj.__class__ is not bool:
-                raise _mismatch(where, t, obj)
-            return obj
-        case LongType():
-            if obj.__class__ is not int:
-                raise _mismatch(where, t, obj)
-            if not I64_MIN <= obj <= I64_MAX:
-                raise ConformError(f"{where}: integer `{obj}` does not fit in 64 bits")
-            return obj
-        case StringType():
-            if obj.__class__ is not str:
-                raise _mismatch(where, t, obj)
-            return obj
-        case EntityType(name=name):
-            try:
-                uid = uid_from_json(obj, where, JSONValueError)
-            except JSONValueError:
-                raise _mismatch(where, t, obj) from None
-            if uid.type != name:
-                raise ConformError(f"{where}: expected an entity of type `{name}`, got `{uid}`")
-            check_enum(uid, schema, where)
-            return uid
-        case SetType(element=element):
-            if obj.__class__ is not list:
-                raise _mismatch(where, t, obj)
-            return CedarSet(decode(x, element, f"{where}[{i}]", schema) for i, x in enumerate(obj))
-        case RecordType():
-            return decode_record(obj, t, where, schema)
-        case ExtensionType(name=name):
-            return _decode_extension(obj, name, where)
+    kind = t.__class__  # (the type classes are final: compared by identity, the fastest way)
+    if kind is StringType or kind is BoolType:
+        if obj.__class__ is not (str if kind is StringType else bool):
+            raise _mismatch(where, t, obj)
+        return obj
+    if kind is LongType:
+        if obj.__class__ is not int:
+            raise _mismatch(where, t, obj)
+        if not I64_MIN <= obj <= I64_MAX:
+            raise ConformError(f"{where}: integer `{obj}` does not fit in 64 bits")
+        return obj
+    if kind is RecordType:
+        return decode_record(obj, t, where, schema)  # type: ignore[arg-type]
+    if kind is EntityType:
+        name = t.name  # type: ignore[attr-defined]
+        try:
+            uid = uid_from_json(obj, where, JSONValueError)
+        except JSONValueError:
+            raise _mismatch(where, t, obj) from None
+        if uid.type != name:
+            raise ConformError(f"{where}: expected an entity of type `{name}`, got `{uid}`")
+        check_enum(uid, schema, where)
+        return uid
+    if kind is SetType:
+        if obj.__class__ is not list:
+            raise _mismatch(where, t, obj)
+        element = t.element  # type: ignore[attr-defined]
+        return CedarSet(decode(x, element, f"{where}[{i}]", schema) for i, x in enumerate(obj))
+    if kind is ExtensionType:
+        return _decode_extension(obj, t.name, where)  # type: ignore[attr-defined]
     raise ConformError(f"{where}: unsupported schema type `{t}`")  # pragma: no cover
 
 
@@ -116,10 +119,19 @@ def decode_record(obj: Any, t: RecordType, where: str, schema: Schema) -> Record
             except JSONValueError as err:
                 raise ConformError(err.message) from None
             continue
-        out[key] = decode(value, attr.type, f"{where}.{key}", schema)
-    for key, attr in attrs.items():
-        if attr.required and key not in out:
-            raise ConformError(f"{where}: required attribute `{key}` is missing")
+        kind, cls = attr.type.__class__, value.__class__
+        if (
+            (cls is str and kind is StringType)
+            or (cls is bool and kind is BoolType)
+            or (cls is int and kind is LongType and I64_MIN <= value <= I64_MAX)
+        ):
+            out[key] = value  # what `decode` returns for a primitive of the declared type
+        else:
+            out[key] = decode(value, attr.type, f"{where}.{key}", schema)
+    if t.open or len(out) != len(attrs):  # (else every declared attribute is there)
+        for key, attr in attrs.items():
+            if attr.required and key not in out:
+                raise ConformError(f"{where}: required attribute `{key}` is missing")
     return Record(out)
 
 
@@ -146,9 +158,13 @@ def _decode_extension(obj: Any, name: str, where: str) -> Any:
 # Entities
 
 
-def action_entities(schema: Schema) -> list[Entity]:
-    """The schema's actions as entities, parents being their action groups."""
-    return [Entity(uid, EMPTY_RECORD, frozenset(a.member_of)) for uid, a in schema.actions.items()]
+def action_entities(schema: Schema) -> tuple[Entity, ...]:
+    """The schema's actions as entities, parents being their action groups (ancestors: the
+    closure of the action hierarchy)."""
+    return tuple(
+        Entity(uid, EMPTY_RECORD, frozenset(a.member_of), ancestors=schema.action_ancestors(uid))
+        for uid, a in schema.actions.items()
+    )
 
 
 def conform_entity(
@@ -188,17 +204,18 @@ def _conform_entity(
             f"entity {label} has type `{uid.type}`, which is not declared in the schema",
             help=did_you_mean(uid.type, schema.entity_types),
         )
-    check_enum(uid, schema, label)
+    if definition.enum is not None:
+        check_enum(uid, schema, label)
     attrs = decode_record(item.get("attrs"), definition.shape, f"{label}.attrs", schema)
     for parent in parents:
-        where = f"{label}.parents"
         if parent.type not in definition.member_of_types:
             allowed = ", ".join(f"`{t}`" for t in sorted(definition.member_of_types)) or "none"
             raise ConformError(
-                f"{where}: `{uid.type}` entities cannot be members of `{parent.type}` "
+                f"{label}.parents: `{uid.type}` entities cannot be members of `{parent.type}` "
                 f"entities (allowed parent types: {allowed})"
             )
-        check_enum(parent, schema, where)
+        if parent.type in schema.derived(enumerated_types):
+            check_enum(parent, schema, f"{label}.parents")
     tags = EMPTY_RECORD
     if "tags" in item:
         tags_json = item["tags"]

@@ -20,7 +20,7 @@ Direct construction (``Schema(entity_types, actions)``) trusts its arguments: us
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -64,6 +64,7 @@ from .types import (
 )
 
 K = TypeVar("K")
+T = TypeVar("T")
 
 
 def _closure(parents: Mapping[K, Iterable[K]]) -> dict[K, frozenset[K]]:
@@ -109,6 +110,7 @@ class Schema:
     _type_descendants: Mapping[str, frozenset[str]] = field(init=False, repr=False)
     _action_ancestors: Mapping[EntityUID, frozenset[EntityUID]] = field(init=False, repr=False)
     _action_descendants: Mapping[EntityUID, frozenset[EntityUID]] = field(init=False, repr=False)
+    _derived: dict[Any, Any] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         setattr_ = object.__setattr__
@@ -137,6 +139,19 @@ class Schema:
 
     def __hash__(self) -> int:
         return hash((frozenset(self.entity_types.values()), frozenset(self.actions.values())))
+
+    def derived(self, build: Callable[[Schema], T]) -> T:
+        """``build(self)``, made once per schema object and kept with it (``build`` is the key).
+
+        For what a later stage computes once per schema, such as the validator's request
+        environments: a schema is immutable, so the result stays right for the schema's
+        lifetime. (A result that refers back to the schema makes a reference cycle: only the
+        garbage collector frees such a schema.)
+        """
+        memo = self._derived
+        if build not in memo:
+            memo[build] = build(self)
+        return memo[build]
 
     # -- constructors and printers (the formats live in their own modules) --------------------
 
@@ -187,9 +202,10 @@ class Schema:
         """
         return conform.conform_entity(uid, item, parents, self)
 
-    def action_entities(self) -> list[Entity]:
-        """The declared actions as entities, their parents being their action groups."""
-        return conform.action_entities(self)
+    def action_entities(self) -> tuple[Entity, ...]:
+        """The declared actions as entities, their parents being their action groups (and
+        their ancestors computed: made once per schema)."""
+        return self.derived(conform.action_entities)
 
     def conform_request(
         self, request: Request, context: Mapping[str, Any] | None = None, *, validate: bool = True

@@ -26,9 +26,9 @@ policies have their link values checked (declared types, action application).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..ast import (
     And,
@@ -43,6 +43,7 @@ from ..ast import (
     SetLit,
     Slot,
     SlotId,
+    Var,
     Variable,
     condition_expr,
     is_action_type,
@@ -53,7 +54,7 @@ from ..policyset import PolicySet
 from ..source import Located, Span
 from ..values import EntityUID
 from ._lattice import FALSE
-from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in
+from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in, typing_key
 from .defs import did_you_mean
 from .model import Schema
 from .types import RecordType
@@ -156,15 +157,14 @@ def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
 
 
 class Validator:
-    """Validates policies against one schema (its request environments are computed once)."""
+    """Validates policies against one schema (its request environments are computed once per
+    schema object, see :meth:`Schema.derived <cedarlite.schema.Schema.derived>`)."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
-        self.envs = tuple(
-            TypeEnv(env.principal, env.action, env.resource, _context(schema, env.action))
-            for env in schema.request_environments()
-        )
-        self.known_types = frozenset(schema.entity_types) | schema.action_entity_types
+        self.tables = schema.derived(SchemaTables)
+        self.envs = self.tables.envs
+        self.known_types = self.tables.known_types
 
     def validate(self, policies: PolicySet) -> ValidationResult:
         """Validate every policy, template and template link of ``policies``."""
@@ -184,27 +184,41 @@ class Validator:
         """The errors and warnings of one policy (unlocated when ``policy`` has no spans)."""
         if policy.template_id is not None:
             return self.check_link(policy), []
-        errors = [*self.check_names(policy), *self.check_application(policy)]
-        impossible = self.check_types(policy, errors)  # any depth: typed on an explicit stack
+        scan = PolicyScan.of(policy)
+        errors = [*self.check_names(policy, scan), *self.check_application(policy)]
+        impossible = self.check_types(policy, errors, scan)  # any depth: on an explicit stack
         warnings = [_impossible(policy)] if impossible else []
         return _dedupe(errors), warnings
 
-    def check_types(self, policy: Policy, sink: list[Finding]) -> bool:
-        """Type ``policy`` in every environment, into ``sink``; true if it is always false."""
+    def check_types(
+        self, policy: Policy, sink: list[Finding], scan: PolicyScan | None = None
+    ) -> bool:
+        """Type ``policy`` in every environment, into ``sink``; true if it is always false.
+
+        Environments with the same :func:`typing_key` type it alike (the same type and
+        findings), so one of each is typed. ``scan`` is the policy's :class:`PolicyScan` when
+        the caller has it.
+        """
         condition = policy_condition(policy)
+        variables = (scan or PolicyScan.of(policy)).variables
+        if policy.is_template:
+            envs = _distinct(self.environments(policy), typing_key(variables))
+        else:
+            envs = self.tables.distinct(variables)
         impossible = True
-        for env in self.environments(policy):
+        for env in envs:
             if EnvTypechecker(self.schema, env, sink).policy_type(condition) is not FALSE:
                 impossible = False
         return impossible
 
     # -- names ---------------------------------------------------------------------------------
 
-    def check_names(self, policy: Policy) -> Iterator[Finding]:
+    def check_names(self, policy: Policy, scan: PolicyScan | None = None) -> Iterator[Finding]:
         """Undeclared entity types and actions, and ids outside an enumerated type."""
-        for uid, span in _entity_literals(policy):
+        scan = scan or PolicyScan.of(policy)
+        for uid, span in scan.literals:
             yield from self._check_uid(uid, span)
-        for type_name, span in _is_types(policy):
+        for type_name, span in scan.is_types:
             if type_name not in self.known_types:
                 yield self._unknown_type(type_name, span)
 
@@ -383,30 +397,40 @@ def _target(entity: EntityUID | SlotId | None, span: Span | None) -> Expr | None
     return None if entity is None else Lit(entity, span=span)
 
 
-def _scopes(policy: Policy) -> tuple[Scope, Scope, Scope]:
-    return policy.principal, policy.action, policy.resource
+class PolicyScan(NamedTuple):
+    """What the validator reads off a policy in one walk over its conditions (scopes included):
+    its entity literals and ``is`` types with where they are (in order: the name checks report
+    them so), and the variables it mentions (what its typing can tell apart)."""
 
+    literals: list[tuple[EntityUID, Span | None]]
+    is_types: list[tuple[str, Span | None]]
+    variables: frozenset[Var]
 
-def _entity_literals(policy: Policy) -> Iterator[tuple[EntityUID, Span | None]]:
-    for scope in _scopes(policy):
-        if isinstance(scope.entity, EntityUID):
-            yield scope.entity, scope.span
-        for uid in scope.entities:
-            yield uid, scope.span
-    for cond in policy.conditions:
-        for node in walk(cond.body):
-            if node.__class__ is Lit and isinstance(node.value, EntityUID):
-                yield node.value, node.span
-
-
-def _is_types(policy: Policy) -> Iterator[tuple[str, Span | None]]:
-    for scope in _scopes(policy):
-        if scope.entity_type is not None:
-            yield scope.entity_type, scope.span
-    for cond in policy.conditions:
-        for node in walk(cond.body):
-            if node.__class__ is Is:
-                yield node.entity_type, node.span
+    @classmethod
+    def of(cls, policy: Policy) -> PolicyScan:
+        """Scan ``policy`` (iteratively: any depth is fine)."""
+        literals: list[tuple[EntityUID, Span | None]] = []
+        is_types: list[tuple[str, Span | None]] = []
+        variables: set[Var] = set()
+        for scope in (policy.principal, policy.action, policy.resource):
+            if scope.op is not ScopeOp.ANY:
+                variables.add(scope.var)  # as in `scope_expr`
+            if isinstance(scope.entity, EntityUID):
+                literals.append((scope.entity, scope.span))
+            literals += [(uid, scope.span) for uid in scope.entities]
+            if scope.entity_type is not None:
+                is_types.append((scope.entity_type, scope.span))
+        for cond in policy.conditions:
+            for node in walk(cond.body):
+                kind = node.__class__
+                if kind is Lit:
+                    if node.value.__class__ is EntityUID:  # type: ignore[attr-defined]
+                        literals.append((node.value, node.span))  # type: ignore[attr-defined]
+                elif kind is Variable:
+                    variables.add(node.var)  # type: ignore[attr-defined]
+                elif kind is Is:
+                    is_types.append((node.entity_type, node.span))  # type: ignore[attr-defined]
+        return cls(literals, is_types, frozenset(variables))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,6 +444,40 @@ def _impossible(policy: Policy) -> Finding:
         policy.span,
         "check the scope and conditions against the schema's `appliesTo`",
     )
+
+
+class SchemaTables:
+    """What the validator derives from a schema, once per schema object
+    (:meth:`Schema.derived <cedarlite.schema.Schema.derived>`; nothing here refers back to the
+    schema, so no reference cycle keeps it alive)."""
+
+    __slots__ = ("_distinct", "envs", "known_types")
+
+    def __init__(self, schema: Schema) -> None:
+        #: The request environments, in schema order.
+        self.envs = tuple(
+            TypeEnv(env.principal, env.action, env.resource, _context(schema, env.action))
+            for env in schema.request_environments()
+        )
+        #: Every entity type name the schema knows, the actions' types included.
+        self.known_types = frozenset(schema.entity_types) | schema.action_entity_types
+        self._distinct: dict[frozenset[Var], tuple[TypeEnv, ...]] = {}
+
+    def distinct(self, variables: frozenset[Var]) -> tuple[TypeEnv, ...]:
+        """The environments a policy that mentions ``variables`` is typed in: the first of each
+        :func:`typing_key` (made once per set of variables)."""
+        envs = self._distinct.get(variables)
+        if envs is None:
+            envs = self._distinct[variables] = _distinct(self.envs, typing_key(variables))
+        return envs
+
+
+def _distinct(envs: Iterable[TypeEnv], key: Callable[[TypeEnv], Any]) -> tuple[TypeEnv, ...]:
+    """The first of ``envs`` with each ``key``, in order."""
+    first: dict[Any, TypeEnv] = {}
+    for env in envs:
+        first.setdefault(key(env), env)
+    return tuple(first.values())
 
 
 def _context(schema: Schema, action: EntityUID) -> RecordType:
