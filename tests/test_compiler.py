@@ -681,3 +681,22 @@ def test_long_chains_equal_the_reference(text, context, level):
     assert cedarlite.is_authorized(req, ps, ents) == ref
     clone = pickle.loads(pickle.dumps(compiled(ps)))  # the loops' constants pickle too
     assert clone.decide(req, ents) == ref
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["true.a", "(1 == 1).a", "false.a == 1", "(true || false).a", "true.a.b", "true has a"],
+)
+def test_attributes_of_boolean_literals_compile_without_warnings(body: str) -> None:
+    """A folded Bool operand is bound to a temporary like any value (``True`` is a keyword,
+    not a name: ``True['a']`` made Python warn at compile time); the decision and error are
+    the reference's."""
+    import warnings
+
+    ps = cedarlite.PolicySet.from_str(f"permit(principal, action, resource) when {{ {body} }};")
+    req = {"principal": 'User::"a"', "action": 'Action::"a"', "resource": 'R::"r"', "context": {}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        comp = cedarlite.is_authorized(req, ps)
+    ref = cedarlite.is_authorized(req, ps, engine="reference")
+    assert comp == ref and comp.errors

@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable, Sequence
+from keyword import iskeyword
 from typing import Any
 
 from .. import _ops as ops
@@ -309,8 +310,9 @@ class _Gen:
 
     def _bind(self, code: str) -> tuple[str, str]:
         """An expression evaluating ``code`` and a name holding its value after it: a memo or
-        a variable is its own name, anything else is assigned to a temporary."""
-        if code.isidentifier():
+        a variable is its own name, anything else is assigned to a temporary (``True`` and
+        ``False`` too: they are keywords, and ``True['a']`` is a compile-time SyntaxWarning)."""
+        if code.isidentifier() and not iskeyword(code):
             return code, code
         v = self.tmp()
         return f"({v} := {code})", v
