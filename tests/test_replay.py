@@ -794,7 +794,13 @@ def test_reading_any_line_gives_a_line_or_a_kind(kind: str) -> None:
         text += "\n" if ended else ""
         got = read_line(text)
         assert isinstance(got, LogLine) or got.kind in BAD_KINDS
-        # The fast path (msgspec, when installed) reads every line as the standard one does.
+        # The fast path (msgspec, when installed) reads every line as the standard one does,
+        # and keeps the texts of params and context as written (they decode to the values).
+        if isinstance(got, LogLine) and got.params_text is not None:
+            assert got.context_text is not None
+            assert json.loads(got.params_text) == got.params
+            assert json.loads(got.context_text) == got.context
+            got = got._replace(params_text=None, context_text=None)
         assert repr(got) == repr(standard(text))
 
     check()
@@ -877,27 +883,22 @@ def _json_values():
     )
 
 
-def test_memo_keys_are_equal_only_for_the_same_json() -> None:
-    from hypothesis import given, settings
+def test_memo_keys_are_the_json_texts() -> None:
+    from cedarlite.impact.logline import read_line
+    from cedarlite.impact.worker import MEMO_TEXT, memo_text
 
-    from cedarlite.impact.worker import value_key
-
-    # Python says True == 1 == 1.0 and 0.0 == -0.0; a memo key must not.
-    @settings(max_examples=300)
-    @given(_json_values(), _json_values())
-    def check(a, b) -> None:
-        same = json.dumps(a) == json.dumps(b)
-        assert (value_key(a) == value_key(b)) is same
-        assert value_key(a) == value_key(json.loads(json.dumps(a)))
-        hash(value_key(a))
-
-    check()
-    assert value_key({"a": True}) != value_key({"a": 1}) != value_key({"a": 1.0})
-    assert value_key({"a": 0.0}) != value_key({"a": -0.0})
+    # As logged (the fast reader's bytes), else written again; never a Python equality
+    # (True == 1 == 1.0 and 0.0 == -0.0 in Python, not in JSON or Cedar).
+    line = read_line('{"v":1,"tool":"t","params":{"a" : true},"decision":"allow","context":{}}')
+    assert memo_text(line.params_text, line.params) == b'{"a" : true}'
+    keys = [memo_text(None, {"a": v}) for v in (True, 1, 1.0, 0.0, -0.0)]
+    assert len(set(keys)) == len(keys)
+    assert memo_text(None, "x" * MEMO_TEXT) is None  # longer than MEMO_TEXT: not a key
+    assert memo_text(b"[" + b"0," * MEMO_TEXT + b"0]", None) is None
     deep: list = []
     for _ in range(100_000):
         deep = [deep]
-    assert value_key(deep) is None  # nested deeper than the encoder goes: never memoized
+    assert memo_text(None, deep) is None  # nested deeper than the encoder goes
 
 
 def test_run_contexts_equal_in_python_but_not_in_json_get_their_own_guards(
@@ -926,7 +927,7 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
     from hypothesis import strategies as st
 
     from cedarlite import shipped
-    from cedarlite.impact.worker import New, Replayer, ReplaySpec, value_key
+    from cedarlite.impact.worker import New, Replayer, ReplaySpec, memo_text
 
     rules = RULES + shipped.policy_text("exec-commands") + shipped.policy_text("paths")
     spec = ReplaySpec(CONFIG, TOOLS, rules)
@@ -950,25 +951,30 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
         calls = calls + [(t, {**p, "title": "other"}) for t, p in calls]  # unread: memo hits
         rng.shuffle(calls)
         replayer = Replayer(spec)
-        guard, number = replayer.guard(value_key(context), context)
+        guard, number = replayer.guard(memo_text(None, context), context)
         assert isinstance(guard, Guard)
         for name, p in calls:
-            got = replayer.decide(guard, number, name, p, 100)
+            # Keys as the fast reader makes them (texts as logged) or as the standard one.
+            text = json.dumps(p).encode() if rng.random() < 0.5 else None
+            got = replayer.decide(guard, number, name, p, memo_text(text, p))
             out = reference.before_tool_call(name, p)
             assert got == New(out.action, out.denied_reason, out.policies, out.reason), (name, p)
 
     check()
     replayer = Replayer(spec)
-    guard, number = replayer.guard(value_key(context), context)
+    guard, number = replayer.guard(memo_text(None, context), context)
     assert isinstance(guard, Guard)
     decided = []
-    guard.before_tool_call = lambda *call: decided.append(call) or reference.before_tool_call(*call)
-    for title in ("a", "b", "c", "a"):  # the exec rules read the command alone
-        replayer.decide(guard, number, "exec", {"command": "ls", "title": title}, 100)
-    replayer.decide(guard, number, "exec", {"command": "ls", "workdir": "/srv"}, 100)
-    replayer.decide(guard, number, "frobnicate", {"x": 1}, 100)
-    replayer.decide(guard, number, "frobnicate", {"x": 2}, 100)  # not offered: by its name
+    decide = guard.decide_arguments
+    guard.decide_arguments = lambda *call: decided.append(call) or decide(*call)
+    calls = [("exec", {"command": "ls", "title": t}) for t in ("a", "b", "c", "a")]
+    calls += [("exec", {"command": "ls", "workdir": "/srv"}), ("frobnicate", {"x": 1})]
+    calls += [("frobnicate", {"x": 2})]  # not offered: by its name
+    for name, p in calls:  # the exec rules read the command alone
+        replayer.decide(guard, number, name, p, memo_text(None, p))
     assert [c[0] for c in decided] == ["exec", "exec", "frobnicate"]  # `workdir` is read
+    # The arguments converted for the memo key are the ones decided: not converted again.
+    assert decided[0][2][1]["command"] == "ls" and decided[2][2] is None
 
 
 def test_guard_cedar_arguments() -> None:
@@ -979,3 +985,24 @@ def test_guard_cedar_arguments() -> None:
     assert guard.cedar_arguments("exec", {"command": 5})[1] is None  # not the schema
     assert guard.cedar_arguments("exec", {"command": float("nan")})[1] is None  # not JSON
     assert guard.before_tool_call("exec", {"command": 5}).denied_reason == "invalid-arguments"
+
+
+def test_guard_decide_arguments_is_before_tool_call(tmp_path: Path) -> None:
+    from cedarlite import shipped
+
+    rules = RULES + shipped.policy_text("exec-commands")
+    plain = Guard(CONFIG, TOOLS, {"agentId": "main"}, rules=rules)
+    logged = Guard(CONFIG, TOOLS, {"agentId": "main"}, rules=rules,
+                   decision_log=tmp_path / "log.jsonl")  # fmt: skip
+    calls = [("exec", {"command": "ls"}), ("exec", {"command": "rm -rf /"}),
+             ("exec", {"command": 5}), ("Exec", {"command": "git status"}),
+             ("frobnicate", {}), ("read", {"path": "~/.ssh/id_rsa"})]  # fmt: skip
+    for guard in (plain, logged):
+        for tool, params in calls:
+            found = guard.cedar_arguments(tool, params)
+            got = guard.decide_arguments(tool, params, found)
+            want = guard.before_tool_call(tool, params)
+            assert got == want, (tool, params)
+    # With a decision log the call goes through before_tool_call: it is logged.
+    assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 2 * len(calls)
+    logged.close()

@@ -821,6 +821,33 @@ class Guard:
         except Exception:  # not JSON, not the schema, a hostile value: the guard decides it
             return info, None
 
+    def decide_arguments(
+        self, tool_name: Any, params: Any, found: tuple[ToolInfo, Record | None] | None
+    ) -> Outcome:
+        """:meth:`before_tool_call` of a call without a session, given what
+        :meth:`cedar_arguments` returned for the same ``tool_name`` and ``params``: the same
+        outcome, without converting the arguments again (a replay converts them for its memo
+        key, then decides the calls it has not seen). Never raises.
+
+        The shortcut is taken only where it cannot change the outcome: an offered tool with
+        converted arguments, no decision log, hooks or trusted policies (loop detection needs
+        a session); anything else is :meth:`before_tool_call`.
+        """
+        arguments = None if found is None else found[1]
+        if arguments is None or self._log is not None or self._hooks or self._trusted:
+            return self.before_tool_call(tool_name, params)
+        assert found is not None
+        info = found[0]
+        c = _Call(tool_name, params, None)
+        c.info = info
+        try:
+            outcome = self._decide(c, info, arguments)
+            if outcome is None:
+                outcome = self._pending_approvals(c)
+        except Exception as err:
+            outcome = self._failed(c, err)
+        return self._finish(c, outcome)
+
     def _not_offered(self, c: _Call) -> Outcome:
         removed = self._removed.get(norm(c.name))
         reason = f"Tool {c.tool} is not available in this run"

@@ -49,7 +49,12 @@ class BadLine(NamedTuple):
 
 class LogLine(NamedTuple):
     """The fields of a readable version-1 line that a replay uses (``params`` and ``context``
-    as logged: redacted values are ``"[REDACTED]"``; ``redacted`` their JSON pointers)."""
+    as logged: redacted values are ``"[REDACTED]"``; ``redacted`` their JSON pointers).
+
+    ``params_text`` and ``context_text``: the JSON texts of ``params`` and ``context`` exactly
+    as the line wrote them (UTF-8 bytes), when the reader kept them (the fast reader does;
+    ``None`` from the standard one). Equal texts are equal values, so a replay keys its memo
+    and its guards by them without looking at the values."""
 
     ts: str | None
     session: str | None
@@ -69,6 +74,8 @@ class LogLine(NamedTuple):
     policy_hash: str | None
     approvals: tuple[Mapping[str, Any], ...]
     error: str | None
+    params_text: bytes | None = None
+    context_text: bytes | None = None
 
 
 def _no_constant(name: str) -> Any:
@@ -204,54 +211,68 @@ def _fields(obj: dict[str, Any]) -> LogLine | str:
     )
 
 
+#: The fields that are a string or null (the fast reader's types).
+_TEXT_FIELDS = ("ts", "session", "run", "call_id", "agent", "plugin", "reason", "policy_hash",
+                "error")  # fmt: skip
+
+
 def _fast_reader() -> Any:
     """:func:`read_line`'s fast path when msgspec is installed (the ``replay`` extra): the
     line decoded in C straight into the fields a replay uses, their types checked as it goes,
-    the other fields skipped. It returns a :class:`LogLine` for a readable line, ``None`` for
-    anything else, which the standard decoder then reads to say exactly what is wrong.
+    the other fields skipped; ``params`` and ``context`` are kept as their JSON texts
+    (``params_text``, ``context_text``) and decoded from them. It returns a :class:`LogLine`
+    for a readable line, ``None`` for anything else, which the standard decoder then reads to
+    say exactly what is wrong.
 
     INVARIANT: a :class:`LogLine` from here is the one the standard path makes of the same
-    line. msgspec refuses everything the standard decoder refuses (and more: lone surrogate
-    escapes, numbers out of range), takes the last of duplicate keys as it does, and stops at
-    the same recursion limit; its types below are those :func:`_fields` checks (``bool`` is
-    not an ``int`` in its strict mode); the checks across fields are made again here.
+    line, but for the two texts. msgspec refuses everything the standard decoder refuses (and
+    more: lone surrogate escapes, numbers out of range), takes the last of duplicate keys as
+    it does, and stops at the same recursion limit; its types below are those :func:`_fields`
+    checks (``bool`` is not an ``int`` in its strict mode); the checks across fields are made
+    again here.
     """
     try:
         import msgspec
     except ImportError:
         return None
 
-    class _Line(msgspec.Struct):
-        v: int
-        tool: str
-        decision: str
-        context: dict[str, Any]
-        params: Any = msgspec.UNSET
-        ts: str | None = None
-        session: str | None = None
-        run: str | None = None
-        call_id: str | None = None
-        agent: str | None = None
-        plugin: str | None = None
-        reason: str | None = None
-        policy_hash: str | None = None
-        error: str | None = None
-        denied_reason: Any = None
-        redacted: tuple[str, ...] | None = None
-        policies: tuple[str, ...] | None = None
-        approvals: tuple[Any, ...] | None = None
-        params_rewritten: bool | None = None
+    text, unset = str | None, msgspec.UNSET
+    # (made with defstruct: this module's annotations are strings, and msgspec is not one of
+    # its names)
+    line_type = msgspec.defstruct(
+        "_Line",
+        [
+            ("v", int),
+            ("tool", str),
+            ("decision", str),
+            ("context", msgspec.Raw),
+            ("params", msgspec.Raw | msgspec.UnsetType, unset),
+            *[(name, text, None) for name in _TEXT_FIELDS],
+            ("denied_reason", Any, None),
+            ("redacted", tuple[str, ...] | None, None),
+            ("policies", tuple[str, ...] | None, None),
+            ("approvals", tuple[Any, ...] | None, None),
+            ("params_rewritten", bool | None, None),
+        ],
+    )
 
-    decode = msgspec.json.Decoder(_Line).decode
-    unset = msgspec.UNSET
+    decode_line = msgspec.json.Decoder(line_type).decode
+    decode_value = msgspec.json.Decoder().decode
+    decode_context = msgspec.json.Decoder(dict[str, Any]).decode
 
     def fast(body: str) -> LogLine | None:
         try:
-            r = decode(body)
+            r: Any = decode_line(body)
+            raw = r.params
+            if raw is unset:
+                return None
+            params_text, context_text = bytes(raw), bytes(r.context)
+            params = decode_value(params_text)
+            context = decode_context(context_text)
         except Exception:  # not a readable line: the standard path says why
             return None
-        decision, denied, params = r.decision, r.denied_reason, r.params
-        if not 1 <= r.v <= VERSION or not r.tool or params is unset or decision not in DECISIONS:
+        decision, denied = r.decision, r.denied_reason
+        if not 1 <= r.v <= VERSION or not r.tool or decision not in DECISIONS:
             return None
         if decision == "block":
             if denied.__class__ is not str or not denied:
@@ -271,8 +292,8 @@ def _fast_reader() -> Any:
                 return None
         return LogLine(
             r.ts, r.session, r.run, r.call_id, r.agent, r.tool, r.plugin, params, redacted,
-            r.context, decision, denied, r.reason, r.policies or (), r.params_rewritten is True,
-            r.policy_hash, approvals, r.error,
+            context, decision, denied, r.reason, r.policies or (), r.params_rewritten is True,
+            r.policy_hash, approvals, r.error, params_text, context_text,
         )  # fmt: skip
 
     return fast

@@ -18,10 +18,11 @@ tool's valid arguments are decided by the values its policies read (``exec``'s r
 answers are memoized per worker process by (run context, tool, what decides), exactly
 (:meth:`Replayer.decide`; a property test holds memoized answers equal to a guard's).
 
-Memo and guard keys are cheap and exact (:func:`value_key`): an object of strings, booleans,
-nulls and integers (every logged run context, most params) is keyed by its items and their
-classes, anything else by its JSON text; lines longer than :data:`MEMO_LINE` are keyed only
-by texts of at most :data:`MEMO_TEXT` characters, so that every key is bounded by its line.
+Memo and guard keys are cheap and exact (:func:`memo_text`): the JSON texts of the params
+and of the run context as the line wrote them (the fast reader keeps them; the standard
+reader's values are written again), of at most :data:`MEMO_TEXT` characters. Equal texts are
+the same value (``true`` is not ``1``, as in Cedar and unlike Python); the same value written
+two ways only misses the memo.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..hooks import Guard, MemorySessionStore
 from ..hooks.decision_log import policy_hash
@@ -40,15 +41,18 @@ from ..tools.names import norm
 from .logline import MAX_LINE, BadLine, LogLine, read_line
 from .reads import ArgumentReads
 
-#: Decision memo entries and characters of keys per worker process (cleared when either is
-#: reached; a key is charged the length of its line); lines up to MEMO_LINE characters are
-#: keyed by their values, longer ones by the JSON texts of their run context and params when
-#: each is at most MEMO_TEXT characters (else that line's decision is not memoized, or its
-#: run context's guard not kept); guards kept per worker process (the oldest run contexts are
-#: dropped). Every cache is bounded in entries and size.
+if TYPE_CHECKING:
+    from ..tools.catalog import ToolInfo
+    from ..values import Record
+
+#: Decision memo entries and characters of keys per generation, per worker process (two
+#: generations, see :meth:`Replayer._remember`; an entry is charged the text of its key and a
+#: little); the longest JSON text of params or run context that is a key (a longer one's call
+#: is memoized by the arguments its policies read alone, its run context's guard is not kept);
+#: guards kept per worker process (the oldest run contexts are dropped). Every cache is bounded
+#: in entries and size.
 MEMO_SIZE = 100_000
-MEMO_CHARS = 32 * 1024 * 1024
-MEMO_LINE = 8192
+MEMO_CHARS = 16 * 1024 * 1024
 MEMO_TEXT = 4096
 GUARDS = 256
 #: Text from the log kept in a report (examples, messages) is cut to this many characters.
@@ -145,7 +149,9 @@ class Replayer:
         # in memo keys: never reused, so an entry of a dropped guard is never found again).
         self._guards: dict[Any, tuple[Guard | str, int]] = {}
         self._built = 0
-        self._memo: dict[tuple[int, str, Any], New] = {}
+        # memo key -> (answer, characters charged): the current and the old generation.
+        self._memo: dict[tuple[Any, ...], tuple[New, int]] = {}
+        self._old: dict[tuple[Any, ...], tuple[New, int]] = {}
         self._memo_chars = 0
         self._reads: ArgumentReads | None = None
         # normalized tool name -> the names of the arguments its policies read, sorted
@@ -154,7 +160,7 @@ class Replayer:
         self._lock = threading.Lock()
 
     def guard(self, context_key: Any, context: dict[str, Any]) -> tuple[Guard | str, int]:
-        """The guard of a run context (by its :func:`value_key`, ``None``: not kept), or why
+        """The guard of a run context (by its :func:`memo_text`, ``None``: not kept), or why
         the new configuration refuses that run; and the number naming it in memo keys."""
         if context_key is None:  # not a context a guard writes: built for this line alone
             return self._build(context), -1
@@ -191,50 +197,64 @@ class Replayer:
         guard.loop_settings = guard.loop_settings._replace(enabled=False)
         return guard
 
-    def decide(self, guard: Guard, number: int, tool: str, params: Any, size: int) -> New:
+    def decide(self, guard: Guard, number: int, tool: str, params: Any, text: Any) -> New:
         """The new decision of a call of the guard named ``number`` (``-1``: not kept, not
-        memoized), memoized twice: by the call as logged (``(number, tool, params_key)``,
-        with the params' :func:`value_key`: a repeated call costs a key), and by what its
-        answer depends on (:meth:`read_key`: a call that differs only in arguments no policy
-        reads costs the conversion of its arguments). ``size``: the length of the call's
-        line, what each entry is charged."""
+        memoized), memoized twice: by the call as logged (``(number, tool, text)``, with
+        ``text`` the JSON text of its params, see :func:`memo_text`: a repeated call costs a
+        lookup), and by what its answer depends on (:meth:`read_key`: a call that differs only
+        in arguments no policy reads costs the conversion of its arguments, which a call not
+        seen before then reuses)."""
         if number < 0:
-            return _decision(guard, tool, params)
-        params_key = value_key(params) if size <= MEMO_LINE else _short_text(params)
-        exact = None if params_key is None else (number, tool, params_key)
+            return _decision(guard, tool, params, None)
+        exact = None if text is None else (number, tool, text)
         if exact is not None:
-            found = self._memo.get(exact)
-            if found is not None:
-                return found
-        read = self.read_key(guard, number, tool, params, size)
-        new = None if read is None else self._memo.get(read[0])
+            new = self._get(exact)
+            if new is not None:
+                return new
+        found = guard.cedar_arguments(tool, params)
+        read = self.read_key(number, tool, found)
+        new = None if read is None else self._get(read[0])
         if new is None:
-            new = _decision(guard, tool, params)
+            new = _decision(guard, tool, params, found)
             if read is not None:
                 self._remember(read[0], new, read[1])
-        self._remember(exact, new, size)
+        if exact is not None:
+            self._remember(exact, new, 64 + len(tool) + len(text))
         return new
 
-    def _remember(self, key: tuple[Any, ...] | None, new: New, size: int) -> None:
-        if key is None:
-            return
-        if len(self._memo) >= MEMO_SIZE or self._memo_chars + size > MEMO_CHARS:
-            self._memo.clear()
+    def _get(self, key: tuple[Any, ...]) -> New | None:
+        found = self._memo.get(key)
+        if found is None and self._old:
+            found = self._old.get(key)
+            if found is not None:  # still in use: it moves to the current generation
+                self._remember(key, found[0], found[1])
+        return None if found is None else found[0]
+
+    def _remember(self, key: tuple[Any, ...], new: New, charge: int) -> None:
+        """Keep an answer charged ``charge`` characters. The memo has two generations of at
+        most :data:`MEMO_SIZE` entries and :data:`MEMO_CHARS` characters: when the current
+        one is full it becomes the old one (the older one is dropped), and an answer found in
+        the old one moves to the current one; so answers in use stay, the rest age out."""
+        if len(self._memo) >= MEMO_SIZE or self._memo_chars + charge > MEMO_CHARS:
+            self._old = self._memo
+            self._memo = {}
             self._memo_chars = 0
-        self._memo[key] = new
-        self._memo_chars += size
+        self._memo[key] = (new, charge)
+        self._memo_chars += charge
 
     def read_key(
-        self, guard: Guard, number: int, tool: str, params: Any, size: int
+        self,
+        number: int,
+        tool: str,
+        found: tuple[ToolInfo, Record | None] | None,
     ) -> tuple[tuple[Any, ...], int] | None:
-        """The exact memo key of a call by what its answer depends on (a line of ``size``
-        characters), and what its entry is charged (the text it holds, and a little):
-        ``(number, tool)`` for a tool the run does not offer (nothing else); ``(number,
-        tool, values, classes)`` of the arguments the tool's policies read
+        """The exact memo key of a call by what its answer depends on, given its
+        :meth:`Guard.cedar_arguments` (``found``), and what its entry is charged (the text it
+        holds, and a little): ``(number, tool)`` for a tool the run does not offer (nothing
+        else); ``(number, tool, values, classes)`` of the arguments the tool's policies read
         (:meth:`ArgumentReads.attributes`), when those are all strings, integers or booleans
-        (``_ABSENT`` when missing: ``has`` can tell) and, on a line longer than
-        :data:`MEMO_LINE`, at most :data:`MEMO_TEXT` characters; else ``None``."""
-        found = guard.cedar_arguments(tool, params)
+        (``_ABSENT`` when missing: ``has`` can tell) and of at most :data:`MEMO_TEXT`
+        characters; else ``None``."""
         if found is None:
             return (number, tool), 64 + len(tool)
         info, arguments = found
@@ -253,7 +273,7 @@ class Replayer:
         if not _KEYED.issuperset(classes):
             return None
         chars = sum([len(v) for v in values if v.__class__ is str])
-        if size > MEMO_LINE and chars > MEMO_TEXT:
+        if chars > MEMO_TEXT:
             return None
         return (number, tool, values, classes), 64 + len(tool) + chars
 
@@ -295,9 +315,10 @@ class Replayer:
         return None
 
 
-def _decision(guard: Guard, tool: str, params: Any) -> New:
-    """The guard's answer to a call, as a replay keeps it."""
-    out = guard.before_tool_call(tool, params, None)
+def _decision(guard: Guard, tool: str, params: Any, found: Any) -> New:
+    """The guard's answer to a call (whose :meth:`Guard.cedar_arguments` are ``found``, when
+    known), as a replay keeps it."""
+    out = guard.decide_arguments(tool, params, found)
     return New(out.action, out.denied_reason, out.policies, out.reason)
 
 
@@ -451,13 +472,13 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
         assert outside is not None
         result.outside[(tool, outside)] += 1
         return
-    context_key = value_key(rec.context) if len(text) <= MEMO_LINE else _short_text(rec.context)
-    guard, number = rep.guard(context_key, rec.context)
+    guard, number = rep.guard(memo_text(rec.context_text, rec.context), rec.context)
     if isinstance(guard, str):
         new = New("block", "run-rejected", (), guard)
         result.rejected[guard] += 1
     else:
-        new = rep.decide(guard, number, rec.tool, rec.params, len(text))
+        params_key = memo_text(rec.params_text, rec.params)
+        new = rep.decide(guard, number, rec.tool, rec.params, params_key)
     if rec.redacted:
         found = rep.undecidable(rec, old, new)
         if found is not None:
@@ -490,25 +511,14 @@ def _text(value: Any) -> str | None:
         return None
 
 
-def _short_text(value: Any) -> str | None:
-    """The JSON text of a value of a long line, when at most :data:`MEMO_TEXT` characters."""
-    text = _text(value)
+def memo_text(text: bytes | None, value: Any) -> bytes | str | None:
+    """The memo key of a logged value: its JSON text as logged (``text``, from the fast
+    reader) or as written again, when at most :data:`MEMO_TEXT` characters (else ``None``: not
+    memoized). Equal texts are the same JSON value; the same value written differently only
+    misses the memo."""
+    if text is None:
+        text = _text(value)  # type: ignore[assignment]
     return text if text is not None and len(text) <= MEMO_TEXT else None
-
-
-_SCALAR_KINDS = frozenset({str, bool, int, type(None)})
-
-
-def value_key(value: Any) -> Any:
-    """An exact, hashable key of a decoded JSON value: two values have equal keys only if they
-    are the same JSON. An object of strings, booleans, nulls and integers is keyed by its items
-    and their classes (``True`` and ``1`` are equal in Python, not in JSON); anything else by
-    its JSON text; ``None`` when it cannot be written (nested too deeply)."""
-    if value.__class__ is dict:
-        kinds = tuple(map(type, value.values()))
-        if _SCALAR_KINDS.issuperset(kinds):
-            return (tuple(value.items()), kinds)
-    return _text(value)
 
 
 #: What the output shows for params nested too deeply to write.
