@@ -1006,3 +1006,19 @@ def test_guard_decide_arguments_is_before_tool_call(tmp_path: Path) -> None:
     # With a decision log the call goes through before_tool_call: it is logged.
     assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 2 * len(calls)
     logged.close()
+
+
+def test_the_default_block_size_balances_the_workers(tmp_path: Path) -> None:
+    from cedarlite.impact.driver import BLOCKSIZE, MIN_BLOCKSIZE, auto_blocksize
+
+    big = tmp_path / "big.jsonl"
+    with open(big, "wb") as f:
+        f.truncate(64 * 1024 * 1024)
+    small = tmp_path / "small.jsonl.gz"
+    small.write_bytes(b"x" * 1000)  # compressed: one streamed partition, not counted
+    assert auto_blocksize([str(big)], 1) == 4 * 1024 * 1024  # 16 partitions
+    assert auto_blocksize([str(big)], 2) == 2 * 1024 * 1024
+    assert auto_blocksize([str(big), str(small)], 64) == MIN_BLOCKSIZE
+    with open(big, "wb") as f:
+        f.truncate(1024 * 1024 * 1024)
+    assert auto_blocksize([str(big), str(tmp_path / "gone.jsonl")], 2) == BLOCKSIZE

@@ -42,8 +42,12 @@ from .worker import (
     seen_tools,
 )
 
-#: Block size of the partitions of plain (uncompressed) log files.
+#: Block size of the partitions of plain (uncompressed) log files: by default the logs' total
+#: size over PARTITIONS_PER_WORKER times the workers (so that the last partitions to finish
+#: leave the workers idle for little of the run), between MIN_BLOCKSIZE and BLOCKSIZE.
 BLOCKSIZE = 16 * 1024 * 1024
+MIN_BLOCKSIZE = 1024 * 1024
+PARTITIONS_PER_WORKER = 16
 
 INSTALL_HINT = "pip install 'cedarlite[replay]'"
 
@@ -72,7 +76,7 @@ def replay(
     workers: int | None = None,
     out: str | os.PathLike[str] | None = None,
     strict: bool = True,
-    blocksize: int = BLOCKSIZE,
+    blocksize: int | None = None,
     examples: int = 3,
     max_line: int = MAX_LINE,
     progress: Progress | None = None,
@@ -101,7 +105,7 @@ def replay(
     started = time.perf_counter()
     if workers is not None and workers < 1:
         raise ReplayError(f"workers must be at least 1, not {workers}")
-    if examples < 0 or blocksize < 1 or max_line < 1:
+    if examples < 0 or (blocksize is not None and blocksize < 1) or max_line < 1:
         raise ReplayError("examples must be at least 0, blocksize and max_line at least 1")
     _require_dask(distributed=scheduler not in (None, "processes", "sync", "synchronous"))
     files = expand_logs(logs)
@@ -111,6 +115,8 @@ def replay(
     rule_text, rule_source = _rules(rules)
     given = None if tools is None else [dict(t) for t in tool_list_of(tools)]
     with _Runner.start(scheduler, workers) as runner:
+        if blocksize is None:
+            blocksize = auto_blocksize(files, runner.workers)
         if given is None:
             catalog = "the tools the log shows"
             tool_list = _tools_from_log(runner, files, blocksize, max_line, progress)
@@ -152,6 +158,21 @@ def replay(
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
+
+
+def auto_blocksize(files: Sequence[str], workers: int) -> int:
+    """The default block size: :data:`PARTITIONS_PER_WORKER` partitions per worker of the
+    plain files' total size, between :data:`MIN_BLOCKSIZE` and :data:`BLOCKSIZE` (a
+    compressed file is one partition, read as a stream)."""
+    from fsspec.utils import infer_compression
+
+    total = 0
+    for path in files:
+        if infer_compression(path) is None:
+            with contextlib.suppress(OSError):  # gone since: the replay says so
+                total += os.path.getsize(path)
+    share = total // (PARTITIONS_PER_WORKER * workers)
+    return max(MIN_BLOCKSIZE, min(BLOCKSIZE, share))
 
 
 def _require_dask(distributed: bool) -> None:
