@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from _cli import at_least  # noqa: E402
 from bench_authz import agent_hook_data, rbac_policies  # noqa: E402
 from bench_corpus import cedarpy_test  # noqa: E402
 from corpus import DATA_ROOT, handwritten_tests  # noqa: E402
@@ -159,7 +160,9 @@ def equivalence(rounds: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds (median)")
+    parser.add_argument(
+        "--rounds", type=at_least(1), default=15, help="interleaved rounds (median)"
+    )
     args = parser.parse_args(argv)
     print(
         f"cedarlite {cedarlite.__version__}; cedarpy {'absent' if cedarpy is None else 'present'}"

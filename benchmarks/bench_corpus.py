@@ -28,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from _cli import at_least
 from corpus import ConformanceTest, corpus_tests, run_test
 
 STAGES = ("schema", "policies", "entities", "validate", "requests")
@@ -141,7 +142,7 @@ def stage_by_stage(tests: list[ConformanceTest], parse_cache: bool = False) -> N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--limit", type=int, help="only the first N tests")
+    parser.add_argument("--limit", type=at_least(1), help="only the first N tests")
     parser.add_argument("--stages", action="store_true", help="time each stage apart")
     parser.add_argument(
         "--parse-cache",

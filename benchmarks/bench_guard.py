@@ -41,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
+from _cli import at_least  # noqa: E402
 from bench_tools import CONFIG, build_tools  # noqa: E402
 
 from cedarlite import PolicySet, Request  # noqa: E402
@@ -113,7 +114,7 @@ def tight(rows: dict[str, Callable[[int], Any]], blocks: int, size: int) -> dict
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=4000, help="interleaved rounds")
+    parser.add_argument("--rounds", type=at_least(1), default=4000, help="interleaved rounds")
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     args = parser.parse_args(argv)
 

@@ -17,13 +17,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _cli import at_least
+
 HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hook-rounds", type=int, default=20)
-    parser.add_argument("--mcp-rounds", type=int, default=2000)
+    parser.add_argument("--hook-rounds", type=at_least(1), default=20)
+    parser.add_argument("--mcp-rounds", type=at_least(1), default=2000)
     args = parser.parse_args()
     runs = [
         ("Claude Code hook process", "bench_hosts_hook.py", ["--rounds", str(args.hook_rounds)]),

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _cli import at_least
 from bench_startup import importtime_rows, run  # one way to time a process
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,7 +151,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=at_least(1), default=20)
     opts = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-hosts-hook-"))
     try:

@@ -31,6 +31,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from _cli import at_least
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from cedarlite.hosts.mcp_gate import McpGate
@@ -160,7 +161,7 @@ async def _measure(setup: dict[str, Any], rounds: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--rounds", type=at_least(1), default=2000)
     parser.add_argument("--upstream", choices=["time", "fs", "both"], default="both")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -44,6 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
+from _cli import at_least  # noqa: E402
 from bench_tools import CONFIG, build_tools  # noqa: E402
 from make_decision_log import RULE_FILES, generate  # noqa: E402
 
@@ -290,14 +291,18 @@ def _cedarpy_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=1_000_000, help="log size (lines)")
-    parser.add_argument("--rounds", type=int, default=3, help="replays per worker count")
+    parser.add_argument("--calls", type=at_least(1), default=1_000_000, help="log size (lines)")
+    parser.add_argument("--rounds", type=at_least(1), default=3, help="replays per worker count")
     parser.add_argument("--log", help="an existing decision log (default: generated)")
-    parser.add_argument("--sample", type=int, default=4000, help="lines for the per-call rows")
-    parser.add_argument("--blocks", type=int, default=60, help="blocks for the per-call rows")
+    parser.add_argument(
+        "--sample", type=at_least(1), default=4000, help="lines for the per-call rows"
+    )
+    parser.add_argument(
+        "--blocks", type=at_least(1), default=60, help="blocks for the per-call rows"
+    )
     parser.add_argument("--skip", default="", help="comma-separated: throughput,memory,calls")
     parser.add_argument("--one", metavar="LOG", help=argparse.SUPPRESS)
-    parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=at_least(1), default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(one(args.one, args.workers)))

@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _cli import at_least
+
 POLICIES = """\
 // A coding agent's tool calls, as a Claude Code PreToolUse hook sees them.
 permit (principal, action in Action::"readonly", resource);
@@ -173,8 +175,10 @@ def importtime_top(argv: list[str], stdin: str | None, n: int) -> list[tuple[int
 def main() -> None:
     """Run the benchmark and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=25, help="interleaved rounds (>= 20)")
-    parser.add_argument("--top", type=int, default=10, help="-X importtime entries shown")
+    parser.add_argument(
+        "--rounds", type=at_least(20), default=25, help="interleaved rounds (>= 20)"
+    )
+    parser.add_argument("--top", type=at_least(0), default=10, help="-X importtime entries shown")
     args = parser.parse_args()
 
     py = sys.executable

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import tools_oracle  # noqa: E402 - the direct implementation lives with the tests
+from _cli import at_least  # noqa: E402
 
 from cedarlite import PolicySet  # noqa: E402
 from cedarlite.tools import ToolCatalog, compile_config, mcp_tools, resolve_tools  # noqa: E402
@@ -171,7 +172,7 @@ def show(label: str, ours: float, theirs: float | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=at_least(1), default=7)
     args = parser.parse_args(argv)
     repeat = args.repeat
 

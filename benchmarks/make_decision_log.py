@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
+from _cli import at_least  # noqa: E402
 from bench_tools import CONFIG, build_tools  # noqa: E402
 
 from cedarlite.hooks import Guard, MemorySessionStore  # noqa: E402
@@ -191,8 +192,8 @@ def generate(path: str | os.PathLike[str], calls: int, *, workers: int = 1, seed
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the log file to write")
-    parser.add_argument("--calls", type=int, default=1_000_000)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--calls", type=at_least(1), default=1_000_000)
+    parser.add_argument("--workers", type=at_least(1), default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     started = time.perf_counter()

@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = sorted((Path(__file__).resolve().parent.parent / "benchmarks").glob("*.py"))
+BENCHMARKS = sorted(
+    p
+    for p in (Path(__file__).resolve().parent.parent / "benchmarks").glob("*.py")
+    if not p.name.startswith("_")  # helper modules, not scripts
+)
 
 
 @pytest.mark.parametrize("script", BENCHMARKS, ids=lambda p: p.name)
