@@ -516,9 +516,8 @@ def memo_text(text: bytes | None, value: Any) -> bytes | str | None:
     reader) or as written again, when at most :data:`MEMO_TEXT` characters (else ``None``: not
     memoized). Equal texts are the same JSON value; the same value written differently only
     misses the memo."""
-    if text is None:
-        text = _text(value)  # type: ignore[assignment]
-    return text if text is not None and len(text) <= MEMO_TEXT else None
+    key = _text(value) if text is None else text
+    return key if key is not None and len(key) <= MEMO_TEXT else None
 
 
 #: What the output shows for params nested too deeply to write.
