@@ -1022,3 +1022,26 @@ def test_the_default_block_size_balances_the_workers(tmp_path: Path) -> None:
     with open(big, "wb") as f:
         f.truncate(1024 * 1024 * 1024)
     assert auto_blocksize([str(big), str(tmp_path / "gone.jsonl")], 2) == BLOCKSIZE
+
+
+def test_own_worker_processes_freeze_what_a_partition_leaves(log: Path) -> None:
+    import gc
+
+    from cedarlite.impact import worker
+    from cedarlite.impact.worker import ReplaySpec, forget_replayers, replay_partition
+
+    lines = [(line, str(log)) for line in log.read_text().splitlines(keepends=True)]
+    spec = ReplaySpec(CONFIG, TOOLS, RULES)
+    gc.unfreeze()
+    replay_partition(lines, spec)
+    assert gc.get_freeze_count() == 0  # not a process of ours: the collector is left alone
+    try:
+        worker.own_process()
+        replay_partition(lines, spec)
+        assert gc.get_freeze_count() > 0  # the guards and memo: out of the collector's way
+        forget_replayers()  # dropped: their cycles, if any, collectable again
+        assert gc.get_freeze_count() == 0
+    finally:
+        worker._OWN_PROCESS = False
+        gc.unfreeze()
+        forget_replayers()

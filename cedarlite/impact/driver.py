@@ -38,6 +38,7 @@ from .worker import (
     PartitionResult,
     ReplaySpec,
     forget_replayers,
+    own_process,
     replay_partition,
     seen_tools,
 )
@@ -373,7 +374,9 @@ class _Runner:
 
         # One pool for the whole replay, so that each process builds its guards once; each
         # partition is one compute on Dask's multiprocessing scheduler, from its own thread.
-        pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=get_context())
+        pool = concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=get_context(), initializer=own_process
+        )
         threads = concurrent.futures.ThreadPoolExecutor(2 * workers)
 
         def submit(task: Any) -> Any:

@@ -27,6 +27,7 @@ two ways only misses the memo.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
@@ -171,6 +172,7 @@ class Replayer:
                 if found is None:
                     while len(self._guards) >= GUARDS:  # the oldest run context goes
                         del self._guards[next(iter(self._guards))]
+                        _thaw()
                     self._built += 1
                     found = self._guards[context_key] = (self._build(context), self._built)
         return found
@@ -348,14 +350,45 @@ def replayer(spec: ReplaySpec) -> Replayer:
             logging.getLogger("cedarlite").addHandler(logging.NullHandler())
             while len(_REPLAYERS) >= 2:
                 del _REPLAYERS[next(iter(_REPLAYERS))]
+                _thaw()
             found = _REPLAYERS[spec.digest] = Replayer(spec)
         return found
+
+
+#: Whether this process is a worker cedarlite started for a replay (the local scheduler's
+#: pool: see :func:`own_process`), where the replay may tune the cyclic garbage collector.
+_OWN_PROCESS = False
+
+
+def own_process() -> None:
+    """Mark this process as a replay worker cedarlite owns (the initializer of the local
+    scheduler's pool; never called in a user's process or a ``dask.distributed`` worker).
+
+    Its guards and memo live as long as the process, and the cyclic garbage collector's full
+    collections traverse every object alive: in a long replay, re-traversing the compiled
+    policies of every guard was a tenth to a fifth of a worker's time. So each partition ends
+    with :func:`gc.freeze`, which moves the objects then alive out of later collections
+    (reference counting still frees them), and dropping a guard or a replayer calls
+    :func:`gc.unfreeze` first, so that any cycle it held is collected."""
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
+
+
+def _freeze() -> None:
+    if _OWN_PROCESS:
+        gc.freeze()
+
+
+def _thaw() -> None:
+    if _OWN_PROCESS:
+        gc.unfreeze()
 
 
 def forget_replayers() -> None:
     """Drop this process's replayers (their guards and memo)."""
     with _REPLAYERS_LOCK:
         _REPLAYERS.clear()
+        _thaw()
 
 
 def transition(old: str, new: str) -> str:
@@ -450,6 +483,7 @@ def replay_partition(lines: Iterable[tuple[str, str]], spec: ReplaySpec) -> list
                 result.internal_samples.append((index, f"{type(err).__name__}: {err}"))
         index += 1
     result.lines = index
+    _freeze()
     return [result]
 
 
