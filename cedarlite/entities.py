@@ -108,7 +108,9 @@ class Entities(Mapping[EntityUID, Entity]):
         """Set the fields of a store of ``by_uid`` (ancestors closed) on top of ``base``."""
         self._base = base
         self._by_uid = by_uid
-        self.lookup: Callable[[EntityUID], Entity | None] = by_uid.get if base is None else self.get
+        self.lookup: Callable[[EntityUID], Entity | None] = (
+            by_uid.get if base is None else self._lookup_over
+        )
         # Whether every stored uid is well formed, str fields and a valid type name (always,
         # for stores read from JSON): a request naming a stored entity then needs no check of
         # the uid's fields (the compiled engine's reading of request dicts).
@@ -192,9 +194,13 @@ class Entities(Mapping[EntityUID, Entity]):
     def get(self, uid: EntityUID, default: Any = None) -> Any:
         """The entity with this uid, or ``default``."""
         ent = self._by_uid.get(uid)
-        if ent is None and self._base is not None:
-            return self._base.get(uid, default)
-        return default if ent is None else ent
+        if ent is None and (self._base is None or (ent := self._base.lookup(uid)) is None):
+            return default
+        return ent
+
+    def _lookup_over(self, uid: EntityUID) -> Entity | None:
+        """``lookup`` of an overlay: its own entities, else the base's ``lookup``."""
+        return self._by_uid.get(uid) or self._base.lookup(uid)  # type: ignore[union-attr]
 
     def __getitem__(self, uid: EntityUID) -> Entity:
         ent = self.get(uid)
@@ -755,7 +761,18 @@ def overlay_closed(base: Entities, entity: Entity) -> Entities:
     its attributes change), whose ancestors are computed once with :meth:`Entities.overlay`.
     """
     # INVARIANT: entity.ancestors == base.overlay([entity])[entity.uid].ancestors (the caller's
-    # promise); everything else is an Entities built as overlay() builds one.
+    # promise); everything else is an Entities built as overlay() builds one (`_init`, its
+    # fields set directly: this is on every guard decision).
     store = object.__new__(Entities)
-    store._init({entity.uid: entity}, base)
+    uid = entity.uid
+    store._base = base
+    store._by_uid = {uid: entity}
+    store.lookup = store._lookup_over
+    store.valid_types = (
+        base.valid_types
+        and uid.type.__class__ is str
+        and uid.id.__class__ is str
+        and is_valid_type_name(uid.type)
+    )
+    store.serial = next(_SERIALS)
     return store

@@ -81,6 +81,27 @@ def test_pickled_compiled_form_decides_the_same(sc):
     assert clone.authorize(req, ents, cache=False) == index.authorize(req, ents, cache=False)
 
 
+@settings(max_examples=2 * N)
+@given(testing.scenarios())
+def test_a_walk_made_once_decides_like_the_reference(sc):
+    """`reach` (the scope walk alone) then `authorize_reached` answers as the reference does,
+    and reaches the groups that `groups` (Node.match at every node) finds."""
+    ref, _ = both(sc)
+    index = compiled(sc.policy_set)
+    ents = cedarlite.Entities.from_json(sc.entities)
+    p, a, r, context = cedarlite.request.make_request(sc.request)
+    reached = index.reach(p, a, r, ents)
+    assert sorted(map(id, reached)) == sorted(
+        map(id, index.groups(cedarlite.Request(p, a, r, context), ents))
+    )
+    assert index.authorize_reached(reached, p, a, r, context, ents) == ref
+    # the same walk decides another context of the same entities
+    empty = cedarlite.values.Record()
+    other = cedarlite.Request(p, a, r, empty)
+    expected = cedarlite.is_authorized(other, sc.policy_set, ents, engine="reference")
+    assert index.authorize_reached(reached, p, a, r, empty, ents) == expected
+
+
 def test_index_only_evaluates_matching_scopes():
     text = "\n".join(
         f'permit (principal == User::"u{i}", action == Action::"read", resource) '

@@ -771,3 +771,31 @@ def test_a_closed_overlay_is_the_overlay_of_the_call_entity():
         assert closed[proto.uid].ancestors == built[proto.uid].ancestors != frozenset()
         # a store of its own for the decision cache
         assert overlay_closed(base, entity).serial != closed.serial
+
+
+def test_the_scope_walk_of_a_tool_is_made_once_per_run_and_never_shared_between_runs():
+    # Each run walks the compiled index on a tool's first call (its principal, the tool's
+    # action and call entity are fixed) and reuses the leaves for later calls: a run of
+    # another agent walks again, and so does a guard loaded from a pickle.
+    import pickle
+
+    rules = RULES + '\nforbid (principal == Agent::"ops", action == Action::"exec", resource);'
+    config = {"tools": {"profile": "coding"}, "agents": {"list": [{"id": "main"}, {"id": "ops"}]}}
+    main = Guard(config, TOOLS, {"agentId": "main"}, rules=rules)
+    assert main.before_tool_call("exec", {"command": "ls"}, CALL).action == "allow"
+    assert set(main._routes) == {"exec"}
+    ops = main.for_context({"agentId": "ops"})
+    assert ops._routes == {} and main._routes != {}
+    out = ops.before_tool_call("exec", {"command": "ls"}, CALL)
+    assert out.action == "block" and out.policies == ("policy5",)
+    assert main.before_tool_call("exec", {"command": "ls"}, CALL).action == "allow"
+    again = pickle.loads(pickle.dumps(ops))
+    assert again._routes == {}
+    for params in ({"command": "ls"}, {"command": "rm -rf /"}):
+        assert again.before_tool_call("exec", params, CALL) == ops.before_tool_call(
+            "exec", params, CALL
+        )
+    for tool, params in [("read", {"path": "a"}), ("exec", {"command": "sudo ls"})] * 2:
+        assert main.before_tool_call(tool, params, CALL) == make().before_tool_call(
+            tool, params, CALL
+        )

@@ -289,6 +289,49 @@ class CompiledPolicySet:
             entities,
         )
 
+    def reach(
+        self,
+        principal: EntityUID,
+        action: EntityUID,
+        resource: EntityUID,
+        entities: Entities,
+    ) -> tuple[tuple[Leaf, ...], ...]:
+        """The leaf groups that a request of these entities reaches (the scope walk of
+        :meth:`authorize`, ancestors looked up in ``entities``): what :meth:`authorize_reached`
+        decides any context with.
+
+        For requests whose principal, action and resource (uids and ancestors) are fixed while
+        the context and attributes change, as the calls of one tool in one agent run are: the
+        walk is done once, not per request.
+        """
+        find = entities.lookup
+        ep, ea, er = find(principal), find(action), find(resource)
+        reached = self._walk(
+            principal,
+            ep.ancestors if ep is not None else _NO_ANCESTORS,
+            action,
+            ea.ancestors if ea is not None else _NO_ANCESTORS,
+            resource,
+            er.ancestors if er is not None else _NO_ANCESTORS,
+        )
+        return tuple(reached)
+
+    def authorize_reached(
+        self,
+        reached: Sequence[tuple[Leaf, ...]],
+        principal: EntityUID,
+        action: EntityUID,
+        resource: EntityUID,
+        context: Record,
+        entities: Entities,
+    ) -> Response:
+        """The answer to a request whose scope walk reached ``reached`` (:meth:`reach` of the
+        same principal, action and resource, with their ancestors as in ``entities``): the
+        same answer as :meth:`authorize`."""
+        # INVARIANT: `reached` is self.reach(principal, action, resource, entities) (the
+        # caller's promise: the uids, and their ancestors in `entities`, are those it walked).
+        return self._evaluate(reached, principal, action, resource, context, entities)
+
     def _decide(
         self,
         p: EntityUID,
@@ -300,10 +343,24 @@ class CompiledPolicySet:
         context: Record,
         entities: Entities,
     ) -> Response:
-        # Down the tree (Node.match inlined for each node: a decision's cost is mostly how
-        # much code and memory it touches; Node.match is the reference, and the rare cases
-        # go through it), then the leaves, then deny-overrides (by outcome, remembered). A
-        # node with a `flat` group (nothing but `any` below it) ends its path at once.
+        reached = self._walk(p, p_ancestors, a, a_ancestors, r, r_ancestors)
+        if not reached:
+            return _DENY
+        return self._evaluate(reached, p, a, r, context, entities)
+
+    def _walk(
+        self,
+        p: EntityUID,
+        p_ancestors: frozenset[EntityUID],
+        a: EntityUID,
+        a_ancestors: frozenset[EntityUID],
+        r: EntityUID,
+        r_ancestors: frozenset[EntityUID],
+    ) -> list[tuple[Leaf, ...]]:
+        """The leaf groups of the policies whose scope holds, down the tree (Node.match
+        inlined for each node: a decision's cost is mostly how much code and memory it
+        touches; Node.match is the reference, and the rare cases go through it). A node with
+        a `flat` group (nothing but `any` below it) ends its path at once."""
         level: list[Any] = [self.root]
         reached: list[Any] = []  # leaf groups reached through `flat`
         for uid, ancestors in ((a, a_ancestors), (p, p_ancestors), (r, r_ancestors)):
@@ -335,8 +392,18 @@ class CompiledPolicySet:
             level = below
         else:
             reached += level
-        if not reached:
-            return _DENY
+        return reached
+
+    def _evaluate(
+        self,
+        reached: Sequence[tuple[Leaf, ...]],
+        p: EntityUID,
+        a: EntityUID,
+        r: EntityUID,
+        context: Record,
+        entities: Entities,
+    ) -> Response:
+        """The leaves of the groups reached, then deny-overrides (by outcome, remembered)."""
         errors: list[tuple[int, str]] = []
         outcome: list[Any] = []
         for group in reached:

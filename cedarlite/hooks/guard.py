@@ -36,12 +36,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._log import get_logger
 from ..entities import Entity, load_json, overlay_closed
-from ..request import Request
 from ..response import Decision, PolicyError, Response
 from ..tools.arguments import ArgumentPlan, ToolArgumentError
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
 from ..tools.names import js_truthy, norm, norm_agent_id
-from ..values import Record
+from ..values import EntityUID, Record
 from . import _json, loops
 from .approvals import (
     CANCELLED,
@@ -59,6 +58,7 @@ from .state import DEFAULT_STORE, SessionState, SessionStore
 
 if TYPE_CHECKING:
     from ..ast import Policy
+    from ..compiler.index import Leaf
     from ..policyset import PolicySet
     from ..tools.resolve import ToolPolicy, ToolResolution
     from .decision_log import DecisionLog
@@ -306,6 +306,9 @@ class Guard:
     _policies: PolicySet | None
     _resolution: ToolResolution | None
     _rules_text: str
+    # Per offered tool (by key), made on its first call: its action and the compiled leaves
+    # its calls reach (see `_index_tools`).
+    _routes: dict[str, tuple[EntityUID, tuple[tuple[Leaf, ...], ...]]]
 
     def __init__(
         self,
@@ -406,6 +409,7 @@ class Guard:
         {
             "on_event", "approver", "session_store", "_log", "_hooks", "_trusted",
             "_registered", "_started", "_started_lock", "_policy", "_policies", "_resolution",
+            "_routes",
         }
     )  # fmt: skip
 
@@ -430,6 +434,7 @@ class Guard:
         self._policy = None
         self._policies = None
         self._resolution = None
+        self._routes = {}  # (leaves of the compiled set: walked again in this process)
 
     def open_decision_log(self, path: str | os.PathLike[str]) -> None:
         """Append every later decision to the JSON Lines file ``path`` (the ``decision_log``
@@ -530,6 +535,10 @@ class Guard:
         # through the store once here (per call: one copy with the arguments, laid over the
         # store by `overlay_closed`, which neither copies the store nor closes again).
         self._call_entities: dict[str, Entity] = {}
+        # The action of each tool's calls and the leaves of the policies whose scope holds for
+        # them (the principal, action and call entity, and so their ancestors, are fixed per
+        # tool and run): the scope walk is made on a tool's first call, not on every call.
+        self._routes = {}
         self._arguments: dict[str, ArgumentPlan] = {}
         self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
         for d in resolution.decisions:
@@ -869,13 +878,18 @@ class Guard:
 
     def _decide(self, c: _Call, info: ToolInfo, arguments: Record) -> Outcome | None:
         """The Cedar decision: a block, or ``None`` (asks are queued on the call)."""
-        proto = self._call_entities[info.key]
+        key = info.key
+        proto = self._call_entities[key]
         entity = Entity(proto.uid, arguments, proto.parents, proto.tags, proto.ancestors)
-        request = Request(
-            self._principal, info.action, entity.uid, Record({**self._record, "input": arguments})
-        )
-        response: Response = self._compiled.authorize(
-            request, overlay_closed(self._entities, entity)
+        entities = overlay_closed(self._entities, entity)
+        route = self._routes.get(key)
+        if route is None:  # the tool's first call in this run
+            action = info.action
+            reached = self._compiled.reach(self._principal, action, proto.uid, entities)
+            route = self._routes[key] = (action, reached)
+        context = Record({**self._record, "input": arguments})
+        response: Response = self._compiled.authorize_reached(
+            route[1], self._principal, route[0], proto.uid, context, entities
         )
         labels = self._labels
         if not response.errors and not self._asks and response.decision is Decision.ALLOW:
