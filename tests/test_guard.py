@@ -799,3 +799,51 @@ def test_the_scope_walk_of_a_tool_is_made_once_per_run_and_never_shared_between_
         assert main.before_tool_call(tool, params, CALL) == make().before_tool_call(
             tool, params, CALL
         )
+
+
+class _HostileCall(dict):
+    def get(self, key, default=None):
+        raise RuntimeError("no reading")
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (["agent:main:1"], "the call must be a dict, not `list`"),
+        (_HostileCall(), "the call cannot be read: no reading"),
+    ],
+)
+def test_a_malformed_call_fails_closed_and_says_why(call, error):
+    out = make().before_tool_call("exec", {"command": "ls"}, call)
+    assert out.action == "block" and out.failure and out.error.endswith(error)
+    assert out.denied_reason == "plugin-before-tool-call"
+
+
+def test_outcomes_are_outcomes_field_by_field():
+    # `_allow` and `_block` build the named tuple from a plain tuple: the fields land where
+    # the constructor puts them.
+    from cedarlite.hooks.guard import Outcome, _Call
+
+    guard = make()
+    c = _Call("Exec", {"command": "ls"}, CALL)
+    c.policies, c.warnings = ("p",), ("w",)
+    assert guard._allow(c) == Outcome("allow", "exec", c.params, policies=("p",), warnings=("w",))
+    c.error = "boom"
+    blocked = guard._block(c, "policy", "no", failure=True)
+    assert (
+        type(blocked) is Outcome
+        and blocked._asdict()
+        == Outcome(
+            "block",
+            "exec",
+            c.params,
+            "no",
+            "policy",
+            ("p",),
+            failure=True,
+            warnings=("w",),
+            error="boom",
+        )._asdict()
+    )
+    assert guard._block(c, "policy", "no").error is None
+    assert c.call == {"sessionKey": "agent:main:1", "toolCallId": "call-1", "runId": "run-1"}

@@ -168,6 +168,10 @@ class Outcome(NamedTuple):
         }
 
 
+_outcome: Callable[[tuple[Any, ...]], Outcome] = partial(tuple.__new__, Outcome)
+"""An :class:`Outcome` of all twelve fields, in order (``Outcome._make`` without its checks)."""
+
+
 def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
@@ -184,7 +188,6 @@ class _Call:
         "approving",
         "args",
         "asks",
-        "call",
         "call_id",
         "canonical",
         "digest",
@@ -208,24 +211,19 @@ class _Call:
     )
 
     def __init__(self, name: Any, params: Any, call: Any) -> None:
+        # (Built for every call: each field is set once, the call's fields read only when
+        # there is a call.)
         self.started = time.perf_counter_ns()
         self.name = name
         self.tool = norm(name) or "tool"
         self.original = self.params = params
-        self.session = self.call_id = self.run = self.session_id = None
+        self.session: str | None = None
+        self.call_id: str | None = None
+        self.run: str | None = None
+        self.session_id: str | None = None
         self.error: str | None = None
-        try:
-            if call is not None and not isinstance(call, Mapping):
-                self.error = f"the call must be a dict, not `{type(call).__name__}`"
-                call = None
-            get = (call or {}).get
-            self.session = _text(get("sessionKey"))
-            self.call_id = _text(get("toolCallId"))
-            self.run = _text(get("runId"))
-            self.session_id = _text(get("sessionId"))
-        except Exception as err:  # a hostile Mapping: treated as a malformed call
-            self.error = f"the call cannot be read: {err}"
-        self.call = {"sessionKey": self.session, "toolCallId": self.call_id, "runId": self.run}
+        if call is not None:
+            self._read_call(call)
         self.info: ToolInfo | None = None
         self.canonical: str | None = None
         self.digest: str | None = None
@@ -233,13 +231,32 @@ class _Call:
         self.policies: tuple[str, ...] = ()
         self.errors: tuple[PolicyError, ...] = ()
         self.policy_ask: ApprovalRequest | None = None
-        self.asks: list[ApprovalRequest] = []
+        self.asks: tuple[ApprovalRequest, ...] = ()
         self.rewritten = False
-        self.approvals_log: list[dict[str, Any]] = []
-        self.warnings: list[str] = []
+        self.approvals_log: tuple[dict[str, Any], ...] = ()
+        self.warnings: tuple[str, ...] = ()
         self.waited = 0.0
         self.approving = False
         self.log_params: tuple[str, list[str]] | None = None
+
+    def _read_call(self, call: Any) -> None:
+        """The session key, call id, run id and session id of the call dict."""
+        try:
+            if not isinstance(call, Mapping):
+                self.error = f"the call must be a dict, not `{type(call).__name__}`"
+                return
+            get = call.get
+            self.session = _text(get("sessionKey"))
+            self.call_id = _text(get("toolCallId"))
+            self.run = _text(get("runId"))
+            self.session_id = _text(get("sessionId"))
+        except Exception as err:  # a hostile Mapping: treated as a malformed call
+            self.error = f"the call cannot be read: {err}"
+
+    @property
+    def call(self) -> dict[str, str | None]:
+        """The call as approval requests carry it: ``sessionKey``, ``toolCallId``, ``runId``."""
+        return {"sessionKey": self.session, "toolCallId": self.call_id, "runId": self.run}
 
     def canonical_params(self) -> str:
         """The canonical JSON of the params the model sent (computed once, when asked: the
@@ -873,7 +890,7 @@ class Guard:
         if result.critical:
             return self._block(c, "tool-loop", result.message)
         log.warning("%s", result.message)
-        c.warnings.append(result.message)
+        c.warnings += (result.message,)
         return None
 
     def _decide(self, c: _Call, info: ToolInfo, arguments: Record) -> Outcome | None:
@@ -1005,7 +1022,7 @@ class Guard:
                 why = why if isinstance(why, str) and why else TRUSTED_BLOCKED
                 return self._block(c, "plugin-before-tool-call", why)
             if isinstance(spec.get("requireApproval"), Mapping):
-                c.asks.append(self._hook_approval(c, spec["requireApproval"], plugin))
+                c.asks += (self._hook_approval(c, spec["requireApproval"], plugin),)
             if isinstance(spec.get("params"), Mapping):
                 c.params = dict(spec["params"])
         block = False
@@ -1032,7 +1049,7 @@ class Guard:
             text = reason if isinstance(reason, str) and reason else HOOK_BLOCKED
             return self._block(c, "plugin-before-tool-call", text)
         if approval is not None and approving is not None:
-            c.asks.append(self._hook_approval(c, approval, approving))
+            c.asks += (self._hook_approval(c, approval, approving),)
         if isinstance(params, Mapping):
             c.params = {**c.params, **params} if isinstance(c.params, Mapping) else dict(params)
         return None
@@ -1134,9 +1151,9 @@ class Guard:
         pending = []
         for request in requests:
             if request.key in remembered:
-                c.approvals_log.append(_approval_entry(request, "remembered"))
+                c.approvals_log += (_approval_entry(request, "remembered"),)
             else:
-                c.approvals_log.append(_approval_entry(request, "pending"))
+                c.approvals_log += (_approval_entry(request, "pending"),)
                 pending.append(request)
         if not pending:
             return self._allow(c)
@@ -1151,7 +1168,7 @@ class Guard:
             c.errors,
             first,
             tuple(pending),
-            warnings=tuple(c.warnings),
+            warnings=c.warnings,
         )
 
     async def _run_approvals(self, c: _Call) -> Outcome:
@@ -1161,11 +1178,11 @@ class Guard:
         c.approving = True
         for request in requests:
             if request.key in remembered:
-                c.approvals_log.append(_approval_entry(request, "remembered"))
+                c.approvals_log += (_approval_entry(request, "remembered"),)
                 continue
             answer = await request_approval(request, self.approver)
             c.waited += answer.waited
-            c.approvals_log.append(_approval_entry(request, answer.resolution, answer.waited))
+            c.approvals_log += (_approval_entry(request, answer.resolution, answer.waited),)
             if answer.resolution == "allow-always" and c.session is not None:
                 self.session_store.update(c.session, partial(_remember, request.key))
             if not answer.proceed:
@@ -1174,24 +1191,16 @@ class Guard:
 
     # -- outcomes ------------------------------------------------------------------------------
 
+    # The two outcomes of most calls, built as tuples (Outcome's own __new__ is a Python
+    # function with defaults): the fields in Outcome's order, action to error.
+
     def _allow(self, c: _Call) -> Outcome:
-        return Outcome(
-            "allow", c.tool, c.params, None, None, c.policies, c.errors, warnings=tuple(c.warnings)
-        )
+        fields = ("allow", c.tool, c.params, None, None, c.policies, c.errors, None, (), False)
+        return _outcome((*fields, c.warnings, None))
 
     def _block(self, c: _Call, denied: str, reason: str, *, failure: bool = False) -> Outcome:
-        return Outcome(
-            "block",
-            c.tool,
-            c.params,
-            reason,
-            denied,
-            c.policies,
-            c.errors,
-            failure=failure,
-            warnings=tuple(c.warnings),
-            error=c.error if failure else None,
-        )
+        fields = ("block", c.tool, c.params, reason, denied, c.policies, c.errors, None, ())
+        return _outcome((*fields, failure, c.warnings, c.error if failure else None))
 
     def _failed(self, c: _Call, err: BaseException) -> Outcome:
         """Any exception of the guard or a fail-closed hook: a failure (spec §11.1.5)."""
