@@ -721,3 +721,50 @@ def test_attributes_of_boolean_literals_compile_without_warnings(body: str) -> N
         comp = cedarlite.is_authorized(req, ps)
     ref = cedarlite.is_authorized(req, ps, engine="reference")
     assert comp == ref and comp.errors
+
+
+_NEEDLE_CHARS = "ab .-/~$;Z\n"
+
+
+@settings(max_examples=2 * N)
+@given(
+    st.lists(st.text(_NEEDLE_CHARS, min_size=1, max_size=4), min_size=1, max_size=40),
+    st.text(_NEEDLE_CHARS, max_size=30),
+)
+def test_a_substring_index_finds_what_searching_each_substring_finds(needles, text):
+    from cedarlite.compiler.codegen import substring_index
+    from cedarlite.compiler.runtime import contains_any
+
+    index = substring_index(needles)
+    assert contains_any(text, index) == any(n in text for n in needles)
+    keys, groups = index
+    assert set(keys) == set(groups) and {n for g in groups.values() for n in g} <= set(needles)
+
+
+@settings(max_examples=N)
+@given(
+    st.lists(st.text(_NEEDLE_CHARS + "*", min_size=1, max_size=5), min_size=16, max_size=40),
+    st.one_of(st.text(_NEEDLE_CHARS, max_size=30), st.integers(-9, 9), st.none()),
+)
+def test_many_substring_tests_on_one_read_match_the_reference(middles, command):
+    """Sixteen or more `like "*s*"` tests on one read are searched through a substring index
+    (`_has_any`): the same answers and errors as the reference, the other tests of the run
+    (prefixes, exact strings) kept."""
+    from cedarlite.compiler.codegen import leaf_source
+    from cedarlite.values import quote_string
+
+    tests = [f"resource.command like {quote_string('*' + m.strip('*') + '*')}" for m in middles]
+    tests += ['resource.command like "ab*"', 'resource.command == "~"']
+    ps = cedarlite.PolicySet.from_str(
+        f"forbid (principal, action, resource) when {{ {' || '.join(tests)} }};"
+        "permit (principal, action, resource);"
+    )
+    source = leaf_source([p for p in ps if p.conditions])
+    assert source is not None
+    if sum(1 for m in middles if m.strip("*") and "*" not in m.strip("*")) >= 16:
+        assert "_has_any(" in source[0]
+    attrs = {} if command is None else {"command": command}
+    ents = cedarlite.Entities.from_json([{"uid": _RES, "attrs": attrs, "parents": []}])
+    req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": {}}
+    ref = cedarlite.is_authorized(req, ps, ents, engine="reference")
+    assert cedarlite.is_authorized(req, ps, ents) == ref
