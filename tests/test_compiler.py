@@ -768,3 +768,24 @@ def test_many_substring_tests_on_one_read_match_the_reference(middles, command):
     req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": {}}
     ref = cedarlite.is_authorized(req, ps, ents, engine="reference")
     assert cedarlite.is_authorized(req, ps, ents) == ref
+
+
+@pytest.mark.parametrize("pattern", ["*/proc/*/environ", "a*b", "*a*b*", "a*b*", "*a*b", "a*b*c"])
+def test_patterns_no_str_method_matches_are_tested_behind_their_literals(pattern):
+    """A `like` pattern that no str method matches alone runs the matcher only when the
+    string has the pattern's last (else first, else middle) literal: the same answers, alone
+    or in a run of tests, and the same error for a value that is not a string."""
+    from cedarlite.compiler.codegen import leaf_source
+
+    alone = f'context.s like "{pattern}"'
+    run = f'context.s like "{pattern}" || context.s == "zz" || context.s like "q*"'
+    for condition in (alone, run):
+        ps = cedarlite.PolicySet.from_str(
+            f"permit (principal, action, resource) when {{ {condition} }};"
+        )
+        source = leaf_source(list(ps))
+        assert source is not None and "_like_str(" in source[0]
+        for value in ["", "ab", "ba", "abc", "a-b-c", "/proc/1/environ", "/proc/environ", "q", 3]:
+            req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": {"s": value}}
+            ref = cedarlite.is_authorized(req, ps, engine="reference")
+            assert cedarlite.is_authorized(req, ps) == ref, (condition, value)

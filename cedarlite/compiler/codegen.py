@@ -666,7 +666,7 @@ class _Gen:
             checks.append(f"_has_any({v}, {self.const(substring_index(middles))})")
         elif middles:
             checks.append(f"any(map({v}.__contains__, {self.const(tuple(middles))}))")
-        checks += [f"_like_s({v}, {self.const(segments)})" for segments in general]
+        checks += [self._segments_test(v, segments) for segments in general]
         other = f"_like_s({v}, {self.const(first_like)})" if first_like is not None else "False"
         return f"(({' or '.join(checks)}) if {assign}.__class__ is str else {other})"
 
@@ -705,12 +705,22 @@ class _Gen:
 
     def _like(self, e: Any) -> str:
         inner, segments = e.expr, like_segments(e.pattern)
-        code = self.expr(inner)
-        if _string_test("_", segments) is None:  # (no str method does it: no fast path)
-            return f"_like_s({code}, {self.const(segments)})"
-        assign, v = self._bind(code)
-        test = _string_test(v, segments)
+        assign, v = self._bind(self.expr(inner))
+        test = _string_test(v, segments) or self._segments_test(v, segments)
         return f"({test} if {assign}.__class__ is str else _like_s({v}, {self.const(segments)}))"
+
+    def _segments_test(self, v: str, segments: Segments) -> str:
+        """``v like pattern`` for a string ``v`` and a pattern no str method matches alone:
+        the matcher, behind the test of the pattern's last literal (else its first, else its
+        first middle one) that it would make itself, in C code (most strings fail it)."""
+        first, last = segments[0], segments[-1]
+        if last:
+            pre = f"{v}.endswith({self.literal(last)})"
+        elif first:
+            pre = f"{v}.startswith({self.literal(first)})"
+        else:  # (`*a*b*`: two middle segments or more, none empty)
+            pre = f"({self.literal(segments[1])} in {v})"
+        return f"({pre} and _like_str({self.const(segments)}, {v}))"
 
     def _method(self, e: Any) -> str:
         name = e.name

@@ -16,6 +16,7 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from .. import _ops as ops
+from .._glob import match as match_segments
 from ..errors import EvaluationError
 from ..ext import FUNCTIONS, METHODS
 from ..values import I64_MAX, I64_MIN, CedarSet, EntityUID, Record
@@ -115,6 +116,7 @@ _GLOBALS: dict[str, Any] = {
     "_has": ops.has_attr,
     "_ga": ops.get_attr,
     "_like_s": ops.like_segments_match,
+    "_like_str": match_segments,
     "_has_any": contains_any,
     "_ev": _evaluate_deep,
     "_arun": _arith_run,
