@@ -12,6 +12,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Protocol, runtime_checkable
 
@@ -753,6 +754,33 @@ def json_kind(value: Any) -> str:
     return "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
+# Entity's slots, set directly (a frozen dataclass's __init__ makes five object.__setattr__
+# calls; the slots' own setters are what they end in).
+_SET_FIELDS = tuple(
+    Entity.__dict__[name].__set__ for name in ("uid", "parents", "tags", "ancestors")
+)
+_SET_ATTRS = Entity.__dict__["attrs"].__set__
+
+
+def with_attrs(entity: Entity, attrs: Record) -> Entity:
+    """``Entity(entity.uid, attrs, entity.parents, entity.tags, entity.ancestors)``: an
+    entity's copy with other attributes (the guard's call entity, once per call), built
+    without the dataclass's ``__init__``."""
+    copy = object.__new__(Entity)
+    set_uid, set_parents, set_tags, set_ancestors = _SET_FIELDS
+    set_uid(copy, entity.uid)
+    _SET_ATTRS(copy, attrs)
+    set_parents(copy, entity.parents)
+    set_tags(copy, entity.tags)
+    set_ancestors(copy, entity.ancestors)
+    return copy
+
+
+# Whether an entity type name is valid, for the names of entities laid over a store one at a
+# time (the same few types, the guard's call entities, again and again).
+_valid_type_name = lru_cache(maxsize=1024)(is_valid_type_name)
+
+
 def overlay_closed(base: Entities, entity: Entity) -> Entities:
     """``base.overlay([entity])`` for an ``entity`` whose ``ancestors`` are already its
     ancestors through ``base``: one small dict on top of ``base``, nothing copied or closed.
@@ -772,7 +800,7 @@ def overlay_closed(base: Entities, entity: Entity) -> Entities:
         base.valid_types
         and uid.type.__class__ is str
         and uid.id.__class__ is str
-        and is_valid_type_name(uid.type)
+        and _valid_type_name(uid.type)
     )
     store.serial = next(_SERIALS)
     return store

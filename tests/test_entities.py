@@ -280,3 +280,22 @@ def test_enumerated_ids_are_checked_for_entities_and_parents() -> None:
     )
     store = Entities.from_json([entity("User", "u", ("Color", "red"))], schema=schema)
     assert store[EntityUID("User", "u")].ancestors == {EntityUID("Color", "red")}
+
+
+def test_an_entity_with_other_attributes_is_the_entity_built_with_them():
+    from dataclasses import FrozenInstanceError, fields
+
+    from cedarlite.entities import with_attrs
+
+    parent = EntityUID("Tool", "exec")
+    proto = Entity(EntityUID("Call", "c"), Record(), frozenset({parent}), Record(t="x"))
+    proto = Entity(proto.uid, proto.attrs, proto.parents, proto.tags, frozenset({parent}))
+    copy = with_attrs(proto, Record(command="ls"))
+    expected = Entity(proto.uid, Record(command="ls"), proto.parents, proto.tags, proto.ancestors)
+    assert copy == expected and copy.ancestors == expected.ancestors
+    assert [getattr(copy, f.name) for f in fields(Entity)] == [
+        getattr(expected, f.name) for f in fields(Entity)
+    ]
+    assert proto.attrs == Record()  # the prototype is left as it was
+    with pytest.raises(FrozenInstanceError):
+        copy.attrs = Record()  # type: ignore[misc]

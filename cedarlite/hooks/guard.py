@@ -35,7 +35,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._log import get_logger
-from ..entities import Entity, load_json, overlay_closed
+from ..entities import Entity, load_json, overlay_closed, with_attrs
 from ..response import Decision, PolicyError, Response
 from ..tools.arguments import ArgumentPlan, ToolArgumentError
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
@@ -897,8 +897,7 @@ class Guard:
         """The Cedar decision: a block, or ``None`` (asks are queued on the call)."""
         key = info.key
         proto = self._call_entities[key]
-        entity = Entity(proto.uid, arguments, proto.parents, proto.tags, proto.ancestors)
-        entities = overlay_closed(self._entities, entity)
+        entities = overlay_closed(self._entities, with_attrs(proto, arguments))
         route = self._routes.get(key)
         if route is None:  # the tool's first call in this run
             action = info.action
