@@ -110,7 +110,7 @@ class Entities(Mapping[EntityUID, Entity]):
         self._base = base
         self._by_uid = by_uid
         self.lookup: Callable[[EntityUID], Entity | None] = (
-            by_uid.get if base is None else self._lookup_over
+            by_uid.get if base is None else _lookup_over(by_uid, base)
         )
         # Whether every stored uid is well formed, str fields and a valid type name (always,
         # for stores read from JSON): a request naming a stored entity then needs no check of
@@ -199,10 +199,6 @@ class Entities(Mapping[EntityUID, Entity]):
             return default
         return ent
 
-    def _lookup_over(self, uid: EntityUID) -> Entity | None:
-        """``lookup`` of an overlay: its own entities, else the base's ``lookup``."""
-        return self._by_uid.get(uid) or self._base.lookup(uid)  # type: ignore[union-attr]
-
     def __getitem__(self, uid: EntityUID) -> Entity:
         ent = self.get(uid)
         if ent is None:
@@ -234,6 +230,20 @@ class Entities(Mapping[EntityUID, Entity]):
 
     def __repr__(self) -> str:
         return f"<Entities: {len(self)} entities>"
+
+
+def _lookup_over(
+    by_uid: dict[EntityUID, Entity], base: Entities
+) -> Callable[[EntityUID], Entity | None]:
+    """``lookup`` of an overlay of ``by_uid`` on ``base``: its own entities, else the base's.
+    (A closure, not a bound method kept on the store: that would make every overlay a cycle,
+    left to the garbage collector instead of freed when its last reference goes.)"""
+    own, below = by_uid.get, base.lookup
+
+    def lookup(uid: EntityUID) -> Entity | None:
+        return own(uid) or below(uid)  # (an Entity is never false)
+
+    return lookup
 
 
 def _close_ancestors(
@@ -795,7 +805,7 @@ def overlay_closed(base: Entities, entity: Entity) -> Entities:
     uid = entity.uid
     store._base = base
     store._by_uid = {uid: entity}
-    store.lookup = store._lookup_over
+    store.lookup = _lookup_over(store._by_uid, base)
     store.valid_types = (
         base.valid_types
         and uid.type.__class__ is str

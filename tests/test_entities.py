@@ -299,3 +299,29 @@ def test_an_entity_with_other_attributes_is_the_entity_built_with_them():
     assert proto.attrs == Record()  # the prototype is left as it was
     with pytest.raises(FrozenInstanceError):
         copy.attrs = Record()  # type: ignore[misc]
+
+
+def test_overlays_are_freed_by_reference_counting_not_left_to_the_collector():
+    # A store that kept a bound method of its own (`lookup`) was a reference cycle: a guard
+    # making one overlay per call left one cycle per call for the garbage collector.
+    import gc
+
+    from cedarlite.entities import overlay_closed
+
+    base = Entities([Entity(EntityUID("Tool", "t"))])
+    proto = base.overlay(
+        [Entity(EntityUID("Call", "c"), parents=frozenset({EntityUID("Tool", "t")}))]
+    )
+    entity = proto[EntityUID("Call", "c")]
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(100):
+            store = overlay_closed(base, entity)
+            assert store.lookup(EntityUID("Tool", "t")) is base[EntityUID("Tool", "t")]
+            again = base.overlay([entity])
+            assert again.lookup(entity.uid).ancestors == entity.ancestors
+        del store, again
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
