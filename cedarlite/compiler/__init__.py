@@ -327,10 +327,32 @@ class CompiledPolicySet:
     ) -> Response:
         """The answer to a request whose scope walk reached ``reached`` (:meth:`reach` of the
         same principal, action and resource, with their ancestors as in ``entities``): the
-        same answer as :meth:`authorize`."""
+        same answer as :meth:`authorize`.
+
+        The leaves of the groups reached, then deny-overrides (by outcome, remembered).
+        """
         # INVARIANT: `reached` is self.reach(principal, action, resource, entities) (the
         # caller's promise: the uids, and their ancestors in `entities`, are those it walked).
-        return self._evaluate(reached, principal, action, resource, context, entities)
+        errors: list[tuple[int, str]] = []
+        outcome: list[Any] = []
+        for group in reached:
+            for leaf in group:
+                fn = leaf.fn
+                outcome.append(leaf)
+                outcome.append(
+                    leaf.base
+                    if fn is None
+                    else leaf.base | fn(principal, action, resource, context, entities, errors)
+                )
+        if errors:
+            return self._respond(outcome, errors)
+        key = tuple(outcome)
+        response = self._outcomes.get(key)
+        if response is None:
+            response = self._respond(outcome, errors)
+            if len(self._outcomes) < OUTCOMES:
+                self._outcomes[key] = response
+        return response
 
     def _decide(
         self,
@@ -346,7 +368,7 @@ class CompiledPolicySet:
         reached = self._walk(p, p_ancestors, a, a_ancestors, r, r_ancestors)
         if not reached:
             return _DENY
-        return self._evaluate(reached, p, a, r, context, entities)
+        return self.authorize_reached(reached, p, a, r, context, entities)
 
     def _walk(
         self,
@@ -393,35 +415,6 @@ class CompiledPolicySet:
         else:
             reached += level
         return reached
-
-    def _evaluate(
-        self,
-        reached: Sequence[tuple[Leaf, ...]],
-        p: EntityUID,
-        a: EntityUID,
-        r: EntityUID,
-        context: Record,
-        entities: Entities,
-    ) -> Response:
-        """The leaves of the groups reached, then deny-overrides (by outcome, remembered)."""
-        errors: list[tuple[int, str]] = []
-        outcome: list[Any] = []
-        for group in reached:
-            for leaf in group:
-                fn = leaf.fn
-                outcome.append(leaf)
-                outcome.append(
-                    leaf.base if fn is None else leaf.base | fn(p, a, r, context, entities, errors)
-                )
-        if errors:
-            return self._respond(outcome, errors)
-        key = tuple(outcome)
-        response = self._outcomes.get(key)
-        if response is None:
-            response = self._respond(outcome, errors)
-            if len(self._outcomes) < OUTCOMES:
-                self._outcomes[key] = response
-        return response
 
     def _respond(self, outcome: list[Any], errors: list[tuple[int, str]]) -> Response:
         """Deny-overrides on an outcome: ``[leaf, satisfied bits, leaf, bits, ...]``."""
