@@ -272,22 +272,22 @@ class CompiledPolicySet:
             context = EMPTY_RECORD
         else:
             return None  # a string of JSON, `[]`, `0`...: make_request reads or refuses it
-        return self._decide(pu, pa, au, aa, ru, ra, context, entities)
+        reached = self._walk(pu, pa, au, aa, ru, ra)
+        return self.authorize_reached(reached, pu, au, ru, context, entities) if reached else _DENY
 
     def _authorize(self, request: Request, entities: Entities) -> Response:
         find = entities.lookup
         p, a, r, context = request
         ep, ea, er = find(p), find(a), find(r)
-        return self._decide(
+        reached = self._walk(
             p,
             ep.ancestors if ep is not None else _NO_ANCESTORS,
             a,
             ea.ancestors if ea is not None else _NO_ANCESTORS,
             r,
             er.ancestors if er is not None else _NO_ANCESTORS,
-            context,
-            entities,
         )
+        return self.authorize_reached(reached, p, a, r, context, entities) if reached else _DENY
 
     def reach(
         self,
@@ -353,22 +353,6 @@ class CompiledPolicySet:
             if len(self._outcomes) < OUTCOMES:
                 self._outcomes[key] = response
         return response
-
-    def _decide(
-        self,
-        p: EntityUID,
-        p_ancestors: frozenset[EntityUID],
-        a: EntityUID,
-        a_ancestors: frozenset[EntityUID],
-        r: EntityUID,
-        r_ancestors: frozenset[EntityUID],
-        context: Record,
-        entities: Entities,
-    ) -> Response:
-        reached = self._walk(p, p_ancestors, a, a_ancestors, r, r_ancestors)
-        if not reached:
-            return _DENY
-        return self.authorize_reached(reached, p, a, r, context, entities)
 
     def _walk(
         self,
