@@ -105,8 +105,11 @@ class Entities(Mapping[EntityUID, Entity]):
             by_uid[ent.uid] = ent
         self._init(_close_ancestors(by_uid, _base), _base)
 
-    def _init(self, by_uid: dict[EntityUID, Entity], base: Entities | None) -> None:
-        """Set the fields of a store of ``by_uid`` (ancestors closed) on top of ``base``."""
+    def _init(
+        self, by_uid: dict[EntityUID, Entity], base: Entities | None, valid: bool | None = None
+    ) -> None:
+        """Set the fields of a store of ``by_uid`` (ancestors closed) on top of ``base``
+        (``valid``: whether the uids of ``by_uid`` are well formed, if the caller knows)."""
         self._base = base
         self._by_uid = by_uid
         self.lookup: Callable[[EntityUID], Entity | None] = (
@@ -115,13 +118,14 @@ class Entities(Mapping[EntityUID, Entity]):
         # Whether every stored uid is well formed, str fields and a valid type name (always,
         # for stores read from JSON): a request naming a stored entity then needs no check of
         # the uid's fields (the compiled engine's reading of request dicts).
-        types = set(map(_UID_TYPE, by_uid))  # (maps and set checks: at C speed)
-        self.valid_types: bool = (
-            _STRINGS.issuperset(map(type, types))
-            and _STRINGS.issuperset(map(type, map(_UID_ID, by_uid)))
-            and all(map(is_valid_type_name, types))
-            and (base is None or base.valid_types)
-        )
+        if valid is None:
+            types = set(map(_UID_TYPE, by_uid))  # (maps and set checks: at C speed)
+            valid = (
+                _STRINGS.issuperset(map(type, types))
+                and _STRINGS.issuperset(map(type, map(_UID_ID, by_uid)))
+                and all(map(is_valid_type_name, types))
+            )
+        self.valid_types: bool = valid and (base is None or base.valid_types)
         # A process-unique number (never reused, unlike id()): keys the decision caches.
         self.serial = next(_SERIALS)
 
@@ -799,18 +803,9 @@ def overlay_closed(base: Entities, entity: Entity) -> Entities:
     its attributes change), whose ancestors are computed once with :meth:`Entities.overlay`.
     """
     # INVARIANT: entity.ancestors == base.overlay([entity])[entity.uid].ancestors (the caller's
-    # promise); everything else is an Entities built as overlay() builds one (`_init`, its
-    # fields set directly: this is on every guard decision).
+    # promise); everything else is an Entities built as overlay() builds one.
     store = object.__new__(Entities)
     uid = entity.uid
-    store._base = base
-    store._by_uid = {uid: entity}
-    store.lookup = _lookup_over(store._by_uid, base)
-    store.valid_types = (
-        base.valid_types
-        and uid.type.__class__ is str
-        and uid.id.__class__ is str
-        and _valid_type_name(uid.type)
-    )
-    store.serial = next(_SERIALS)
+    valid = uid.type.__class__ is str and uid.id.__class__ is str and _valid_type_name(uid.type)
+    store._init({uid: entity}, base, valid)
     return store

@@ -662,7 +662,9 @@ class _Gen:
             checks.append(f"{v}.endswith({self.const(tuple(suffixes))})")
         if len(middles) == 1:
             checks.append(f"({self.literal(middles[0])} in {v})")
-        elif len(middles) >= SUBSTRING_INDEX_MIN and all(middles):  # (never empty: one `*`)
+        elif len(middles) >= SUBSTRING_INDEX_MIN and all(
+            middles
+        ):  # (like_segments makes none empty)
             checks.append(f"_has_any({v}, {self.const(substring_index(middles))})")
         elif middles:
             checks.append(f"any(map({v}.__contains__, {self.const(tuple(middles))}))")
