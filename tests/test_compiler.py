@@ -81,7 +81,7 @@ def test_pickled_compiled_form_decides_the_same(sc):
     assert clone.authorize(req, ents, cache=False) == index.authorize(req, ents, cache=False)
 
 
-@settings(max_examples=2 * N)
+@settings(max_examples=N)
 @given(testing.scenarios())
 def test_a_walk_made_once_decides_like_the_reference(sc):
     """`reach` (the scope walk alone) then `authorize_reached` answers as the reference does,
