@@ -12,6 +12,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Protocol, runtime_checkable
 
@@ -104,21 +105,27 @@ class Entities(Mapping[EntityUID, Entity]):
             by_uid[ent.uid] = ent
         self._init(_close_ancestors(by_uid, _base), _base)
 
-    def _init(self, by_uid: dict[EntityUID, Entity], base: Entities | None) -> None:
-        """Set the fields of a store of ``by_uid`` (ancestors closed) on top of ``base``."""
+    def _init(
+        self, by_uid: dict[EntityUID, Entity], base: Entities | None, valid: bool | None = None
+    ) -> None:
+        """Set the fields of a store of ``by_uid`` (ancestors closed) on top of ``base``
+        (``valid``: whether the uids of ``by_uid`` are well formed, if the caller knows)."""
         self._base = base
         self._by_uid = by_uid
-        self.lookup: Callable[[EntityUID], Entity | None] = by_uid.get if base is None else self.get
+        self.lookup: Callable[[EntityUID], Entity | None] = (
+            by_uid.get if base is None else _lookup_over(by_uid, base)
+        )
         # Whether every stored uid is well formed, str fields and a valid type name (always,
         # for stores read from JSON): a request naming a stored entity then needs no check of
         # the uid's fields (the compiled engine's reading of request dicts).
-        types = set(map(_UID_TYPE, by_uid))  # (maps and set checks: at C speed)
-        self.valid_types: bool = (
-            _STRINGS.issuperset(map(type, types))
-            and _STRINGS.issuperset(map(type, map(_UID_ID, by_uid)))
-            and all(map(is_valid_type_name, types))
-            and (base is None or base.valid_types)
-        )
+        if valid is None:
+            types = set(map(_UID_TYPE, by_uid))  # (maps and set checks: at C speed)
+            valid = (
+                _STRINGS.issuperset(map(type, types))
+                and _STRINGS.issuperset(map(type, map(_UID_ID, by_uid)))
+                and all(map(is_valid_type_name, types))
+            )
+        self.valid_types: bool = valid and (base is None or base.valid_types)
         # A process-unique number (never reused, unlike id()): keys the decision caches.
         self.serial = next(_SERIALS)
 
@@ -192,9 +199,9 @@ class Entities(Mapping[EntityUID, Entity]):
     def get(self, uid: EntityUID, default: Any = None) -> Any:
         """The entity with this uid, or ``default``."""
         ent = self._by_uid.get(uid)
-        if ent is None and self._base is not None:
-            return self._base.get(uid, default)
-        return default if ent is None else ent
+        if ent is None and (self._base is None or (ent := self._base.lookup(uid)) is None):
+            return default
+        return ent
 
     def __getitem__(self, uid: EntityUID) -> Entity:
         ent = self.get(uid)
@@ -227,6 +234,20 @@ class Entities(Mapping[EntityUID, Entity]):
 
     def __repr__(self) -> str:
         return f"<Entities: {len(self)} entities>"
+
+
+def _lookup_over(
+    by_uid: dict[EntityUID, Entity], base: Entities
+) -> Callable[[EntityUID], Entity | None]:
+    """``lookup`` of an overlay of ``by_uid`` on ``base``: its own entities, else the base's.
+    (A closure, not a bound method kept on the store: that would make every overlay a cycle,
+    left to the garbage collector instead of freed when its last reference goes.)"""
+    own, below = by_uid.get, base.lookup
+
+    def lookup(uid: EntityUID) -> Entity | None:
+        return own(uid) or below(uid)  # (an Entity is never false)
+
+    return lookup
 
 
 def _close_ancestors(
@@ -747,6 +768,33 @@ def json_kind(value: Any) -> str:
     return "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
+# Entity's slots, set directly (a frozen dataclass's __init__ makes five object.__setattr__
+# calls; the slots' own setters are what they end in).
+_SET_FIELDS = tuple(
+    Entity.__dict__[name].__set__ for name in ("uid", "parents", "tags", "ancestors")
+)
+_SET_ATTRS = Entity.__dict__["attrs"].__set__
+
+
+def with_attrs(entity: Entity, attrs: Record) -> Entity:
+    """``Entity(entity.uid, attrs, entity.parents, entity.tags, entity.ancestors)``: an
+    entity's copy with other attributes (the guard's call entity, once per call), built
+    without the dataclass's ``__init__``."""
+    copy = object.__new__(Entity)
+    set_uid, set_parents, set_tags, set_ancestors = _SET_FIELDS
+    set_uid(copy, entity.uid)
+    _SET_ATTRS(copy, attrs)
+    set_parents(copy, entity.parents)
+    set_tags(copy, entity.tags)
+    set_ancestors(copy, entity.ancestors)
+    return copy
+
+
+# Whether an entity type name is valid, for the names of entities laid over a store one at a
+# time (the same few types, the guard's call entities, again and again).
+_valid_type_name = lru_cache(maxsize=1024)(is_valid_type_name)
+
+
 def overlay_closed(base: Entities, entity: Entity) -> Entities:
     """``base.overlay([entity])`` for an ``entity`` whose ``ancestors`` are already its
     ancestors through ``base``: one small dict on top of ``base``, nothing copied or closed.
@@ -757,5 +805,7 @@ def overlay_closed(base: Entities, entity: Entity) -> Entities:
     # INVARIANT: entity.ancestors == base.overlay([entity])[entity.uid].ancestors (the caller's
     # promise); everything else is an Entities built as overlay() builds one.
     store = object.__new__(Entities)
-    store._init({entity.uid: entity}, base)
+    uid = entity.uid
+    valid = uid.type.__class__ is str and uid.id.__class__ is str and _valid_type_name(uid.type)
+    store._init({uid: entity}, base, valid)
     return store

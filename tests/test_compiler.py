@@ -81,6 +81,27 @@ def test_pickled_compiled_form_decides_the_same(sc):
     assert clone.authorize(req, ents, cache=False) == index.authorize(req, ents, cache=False)
 
 
+@settings(max_examples=N)
+@given(testing.scenarios())
+def test_a_walk_made_once_decides_like_the_reference(sc):
+    """`reach` (the scope walk alone) then `authorize_reached` answers as the reference does,
+    and reaches the groups that `groups` (Node.match at every node) finds."""
+    ref, _ = both(sc)
+    index = compiled(sc.policy_set)
+    ents = cedarlite.Entities.from_json(sc.entities)
+    p, a, r, context = cedarlite.request.make_request(sc.request)
+    reached = index.reach(p, a, r, ents)
+    assert sorted(map(id, reached)) == sorted(
+        map(id, index.groups(cedarlite.Request(p, a, r, context), ents))
+    )
+    assert index.authorize_reached(reached, p, a, r, context, ents) == ref
+    # the same walk decides another context of the same entities
+    empty = cedarlite.values.Record()
+    other = cedarlite.Request(p, a, r, empty)
+    expected = cedarlite.is_authorized(other, sc.policy_set, ents, engine="reference")
+    assert index.authorize_reached(reached, p, a, r, empty, ents) == expected
+
+
 def test_index_only_evaluates_matching_scopes():
     text = "\n".join(
         f'permit (principal == User::"u{i}", action == Action::"read", resource) '
@@ -700,3 +721,71 @@ def test_attributes_of_boolean_literals_compile_without_warnings(body: str) -> N
         comp = cedarlite.is_authorized(req, ps)
     ref = cedarlite.is_authorized(req, ps, engine="reference")
     assert comp == ref and comp.errors
+
+
+_NEEDLE_CHARS = "ab .-/~$;Z\n"
+
+
+@settings(max_examples=2 * N)
+@given(
+    st.lists(st.text(_NEEDLE_CHARS, min_size=1, max_size=4), min_size=1, max_size=40),
+    st.text(_NEEDLE_CHARS, max_size=30),
+)
+def test_a_substring_index_finds_what_searching_each_substring_finds(needles, text):
+    from cedarlite.compiler.codegen import substring_index
+    from cedarlite.compiler.runtime import contains_any
+
+    index = substring_index(needles)
+    assert contains_any(text, index) == any(n in text for n in needles)
+    keys, groups = index
+    assert set(keys) == set(groups) and {n for g in groups.values() for n in g} <= set(needles)
+
+
+@settings(max_examples=N)
+@given(
+    st.lists(st.text(_NEEDLE_CHARS + "*", min_size=1, max_size=5), min_size=16, max_size=40),
+    st.one_of(st.text(_NEEDLE_CHARS, max_size=30), st.integers(-9, 9), st.none()),
+)
+def test_many_substring_tests_on_one_read_match_the_reference(middles, command):
+    """Sixteen or more `like "*s*"` tests on one read are searched through a substring index
+    (`_has_any`): the same answers and errors as the reference, the other tests of the run
+    (prefixes, exact strings) kept."""
+    from cedarlite.compiler.codegen import leaf_source
+    from cedarlite.values import quote_string
+
+    tests = [f"resource.command like {quote_string('*' + m.strip('*') + '*')}" for m in middles]
+    tests += ['resource.command like "ab*"', 'resource.command == "~"']
+    ps = cedarlite.PolicySet.from_str(
+        f"forbid (principal, action, resource) when {{ {' || '.join(tests)} }};"
+        "permit (principal, action, resource);"
+    )
+    source = leaf_source([p for p in ps if p.conditions])
+    assert source is not None
+    if sum(1 for m in middles if m.strip("*") and "*" not in m.strip("*")) >= 16:
+        assert "_has_any(" in source[0]
+    attrs = {} if command is None else {"command": command}
+    ents = cedarlite.Entities.from_json([{"uid": _RES, "attrs": attrs, "parents": []}])
+    req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": {}}
+    ref = cedarlite.is_authorized(req, ps, ents, engine="reference")
+    assert cedarlite.is_authorized(req, ps, ents) == ref
+
+
+@pytest.mark.parametrize("pattern", ["*/proc/*/environ", "a*b", "*a*b*", "a*b*", "*a*b", "a*b*c"])
+def test_patterns_no_str_method_matches_are_tested_behind_their_literals(pattern):
+    """A `like` pattern that no str method matches alone runs the matcher only when the
+    string has the pattern's last (else first, else middle) literal: the same answers, alone
+    or in a run of tests, and the same error for a value that is not a string."""
+    from cedarlite.compiler.codegen import leaf_source
+
+    alone = f'context.s like "{pattern}"'
+    run = f'context.s like "{pattern}" || context.s == "zz" || context.s like "q*"'
+    for condition in (alone, run):
+        ps = cedarlite.PolicySet.from_str(
+            f"permit (principal, action, resource) when {{ {condition} }};"
+        )
+        source = leaf_source(list(ps))
+        assert source is not None and "_like_str(" in source[0]
+        for value in ["", "ab", "ba", "abc", "a-b-c", "/proc/1/environ", "/proc/environ", "q", 3]:
+            req = {"principal": _UID, "action": _ACT, "resource": _RES, "context": {"s": value}}
+            ref = cedarlite.is_authorized(req, ps, engine="reference")
+            assert cedarlite.is_authorized(req, ps) == ref, (condition, value)

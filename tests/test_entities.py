@@ -280,3 +280,48 @@ def test_enumerated_ids_are_checked_for_entities_and_parents() -> None:
     )
     store = Entities.from_json([entity("User", "u", ("Color", "red"))], schema=schema)
     assert store[EntityUID("User", "u")].ancestors == {EntityUID("Color", "red")}
+
+
+def test_an_entity_with_other_attributes_is_the_entity_built_with_them():
+    from dataclasses import FrozenInstanceError, fields
+
+    from cedarlite.entities import with_attrs
+
+    parent = EntityUID("Tool", "exec")
+    proto = Entity(EntityUID("Call", "c"), Record(), frozenset({parent}), Record(t="x"))
+    proto = Entity(proto.uid, proto.attrs, proto.parents, proto.tags, frozenset({parent}))
+    copy = with_attrs(proto, Record(command="ls"))
+    expected = Entity(proto.uid, Record(command="ls"), proto.parents, proto.tags, proto.ancestors)
+    assert copy == expected and copy.ancestors == expected.ancestors
+    assert [getattr(copy, f.name) for f in fields(Entity)] == [
+        getattr(expected, f.name) for f in fields(Entity)
+    ]
+    assert proto.attrs == Record()  # the prototype is left as it was
+    with pytest.raises(FrozenInstanceError):
+        copy.attrs = Record()  # type: ignore[misc]
+
+
+def test_overlays_are_freed_by_reference_counting_not_left_to_the_collector():
+    # A store that kept a bound method of its own (`lookup`) was a reference cycle: a guard
+    # making one overlay per call left one cycle per call for the garbage collector.
+    import gc
+
+    from cedarlite.entities import overlay_closed
+
+    base = Entities([Entity(EntityUID("Tool", "t"))])
+    proto = base.overlay(
+        [Entity(EntityUID("Call", "c"), parents=frozenset({EntityUID("Tool", "t")}))]
+    )
+    entity = proto[EntityUID("Call", "c")]
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(100):
+            store = overlay_closed(base, entity)
+            assert store.lookup(EntityUID("Tool", "t")) is base[EntityUID("Tool", "t")]
+            again = base.overlay([entity])
+            assert again.lookup(entity.uid).ancestors == entity.ancestors
+        del store, again
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -771,3 +771,79 @@ def test_a_closed_overlay_is_the_overlay_of_the_call_entity():
         assert closed[proto.uid].ancestors == built[proto.uid].ancestors != frozenset()
         # a store of its own for the decision cache
         assert overlay_closed(base, entity).serial != closed.serial
+
+
+def test_the_scope_walk_of_a_tool_is_made_once_per_run_and_never_shared_between_runs():
+    # Each run walks the compiled index on a tool's first call (its principal, the tool's
+    # action and call entity are fixed) and reuses the leaves for later calls: a run of
+    # another agent walks again, and so does a guard loaded from a pickle.
+    import pickle
+
+    rules = RULES + '\nforbid (principal == Agent::"ops", action == Action::"exec", resource);'
+    config = {"tools": {"profile": "coding"}, "agents": {"list": [{"id": "main"}, {"id": "ops"}]}}
+    main = Guard(config, TOOLS, {"agentId": "main"}, rules=rules)
+    assert main.before_tool_call("exec", {"command": "ls"}, CALL).action == "allow"
+    assert set(main._routes) == {"exec"}
+    ops = main.for_context({"agentId": "ops"})
+    assert ops._routes == {} and main._routes != {}
+    out = ops.before_tool_call("exec", {"command": "ls"}, CALL)
+    assert out.action == "block" and out.policies == ("policy5",)
+    assert main.before_tool_call("exec", {"command": "ls"}, CALL).action == "allow"
+    again = pickle.loads(pickle.dumps(ops))
+    assert again._routes == {}
+    for params in ({"command": "ls"}, {"command": "rm -rf /"}):
+        assert again.before_tool_call("exec", params, CALL) == ops.before_tool_call(
+            "exec", params, CALL
+        )
+    for tool, params in [("read", {"path": "a"}), ("exec", {"command": "sudo ls"})] * 2:
+        assert main.before_tool_call(tool, params, CALL) == make().before_tool_call(
+            tool, params, CALL
+        )
+
+
+class _HostileCall(dict):
+    def get(self, key, default=None):
+        raise RuntimeError("no reading")
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (["agent:main:1"], "the call must be a dict, not `list`"),
+        (_HostileCall(), "the call cannot be read: no reading"),
+    ],
+)
+def test_a_malformed_call_fails_closed_and_says_why(call, error):
+    out = make().before_tool_call("exec", {"command": "ls"}, call)
+    assert out.action == "block" and out.failure and out.error.endswith(error)
+    assert out.denied_reason == "plugin-before-tool-call"
+
+
+def test_outcomes_are_outcomes_field_by_field():
+    # `_allow` and `_block` build the named tuple from a plain tuple: the fields land where
+    # the constructor puts them.
+    from cedarlite.hooks.guard import Outcome, _Call
+
+    guard = make()
+    c = _Call("Exec", {"command": "ls"}, CALL)
+    c.policies, c.warnings = ("p",), ("w",)
+    assert guard._allow(c) == Outcome("allow", "exec", c.params, policies=("p",), warnings=("w",))
+    c.error = "boom"
+    blocked = guard._block(c, "policy", "no", failure=True)
+    assert (
+        type(blocked) is Outcome
+        and blocked._asdict()
+        == Outcome(
+            "block",
+            "exec",
+            c.params,
+            "no",
+            "policy",
+            ("p",),
+            failure=True,
+            warnings=("w",),
+            error="boom",
+        )._asdict()
+    )
+    assert guard._block(c, "policy", "no").error is None
+    assert c.call == {"sessionKey": "agent:main:1", "toolCallId": "call-1", "runId": "run-1"}

@@ -8,6 +8,8 @@ import pickle
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from cedarlite import ValidationError
 from cedarlite.ext.decimal import Decimal
@@ -618,3 +620,100 @@ def test_gemini_other_keys() -> None:
         "properties": {"a": {}},
         "required": "a",
     }
+
+
+# The conversion as first written (one path for every argument, each property read with `in`
+# and `[]`): the oracle of the plan's fast paths (string arguments of string-typed properties,
+# arguments all declared).
+def _oracle_record(value: Any, check: Any, path: str, tool: str) -> Record:
+    from cedarlite.tools.arguments import _value
+
+    properties, required, names = check
+    for name in required:
+        if value.get(name) is None:
+            sub = f"{path}.{name}" if path else name
+            raise ToolArgumentError(f"argument `{sub}` of tool `{tool}` is required", sub)
+    if names is not None:
+        for name in value:
+            if name not in names:
+                sub = f"{path}.{name}" if path else name
+                message = f"argument `{sub}` of tool `{tool}` is not a parameter of the tool"
+                raise ToolArgumentError(message, sub)
+    out = {}
+    for name, prop in properties:
+        if name not in value or value[name] is None:
+            continue
+        converted = _value(value[name], prop, f"{path}.{name}" if path else name, tool)
+        if converted is not None:
+            out[name] = converted
+    return Record(out)
+
+
+def _oracle_convert(plan: Any, params: Any) -> Record:
+    from cedarlite.entities import check_json_limits
+
+    check_json_limits(params, f"arguments of tool `{plan.tool}`", ToolArgumentError)
+    record = Record() if plan.record is None else _oracle_record(params, plan.record, "", plan.tool)
+    if plan.declared is None:
+        return record
+    other = {
+        k: v
+        for k, v in params.items()
+        if v.__class__ is str and k.__class__ is str and k not in plan.declared
+    }
+    return Record({**record, **other}) if other else record
+
+
+_PROPERTY_SCHEMAS = [
+    {"type": "string"},
+    {"type": "string", "enum": ["a", "b"]},
+    {"description": "untyped"},
+    {"type": ["string", "array"]},
+    {"type": "integer"},
+    {"type": "boolean"},
+    {"type": "number"},
+    {"type": "array", "items": {"type": "string"}},
+    {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
+]
+_NAMES = ["a", "b", "c", "path"]
+_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["a", "b", "zz"])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=2), st.dictionaries(st.sampled_from(["x", "y"]), inner)
+    ),
+    max_leaves=4,
+)
+
+
+@settings(max_examples=300)
+@example({"a": _PROPERTY_SCHEMAS[1]}, [], False, {"a": "zz"})  # a string not in the enum
+@example({"a": _PROPERTY_SCHEMAS[1], "b": _PROPERTY_SCHEMAS[3]}, ["a"], False, {"b": "x", "a": "a"})
+@example({"a": _PROPERTY_SCHEMAS[2]}, [], False, {"a": "x", "path": "p", "c": 1})
+@example({"a": _PROPERTY_SCHEMAS[0]}, [], True, {"a": "x", "b": None})
+@example({"a": _PROPERTY_SCHEMAS[8]}, [], False, {"a": {"x": "s"}, "b": "t"})
+@given(
+    st.dictionaries(st.sampled_from(_NAMES[:3]), st.sampled_from(_PROPERTY_SCHEMAS), max_size=3),
+    st.lists(st.sampled_from(_NAMES[:3]), max_size=2),
+    st.booleans(),
+    st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=4),
+)
+def test_argument_plans_convert_as_the_plain_reading_does(
+    properties: dict[str, Any], required: list[str], closed: bool, params: dict[str, Any]
+) -> None:
+    """The same record (its attributes in the same order) or the same error message."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = [r for r in required if r in properties]
+    if closed:
+        schema["additionalProperties"] = False
+    t = ToolCatalog.from_tools([{"name": "t", "pluginId": "p", "parameters": schema}]).registered[0]
+    plan = argument_plan(t)
+    try:
+        expected: Any = _oracle_convert(plan, params)
+    except ToolArgumentError as err:
+        with pytest.raises(ToolArgumentError) as info:
+            plan.convert(params)
+        assert (str(info.value), info.value.argument) == (str(err), err.argument)
+    else:
+        got = plan.convert(params)
+        assert got == expected and list(got.items()) == list(expected.items())

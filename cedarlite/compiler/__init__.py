@@ -45,7 +45,7 @@ OUTCOMES = 4096
 satisfied, without errors): a decision whose outcome was seen before returns the same
 immutable :class:`~cedarlite.Response` instead of building one."""
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 7
 """Version of the pickled state; bumped whenever the compiled representation changes."""
 
 
@@ -272,24 +272,89 @@ class CompiledPolicySet:
             context = EMPTY_RECORD
         else:
             return None  # a string of JSON, `[]`, `0`...: make_request reads or refuses it
-        return self._decide(pu, pa, au, aa, ru, ra, context, entities)
+        reached = self._walk(pu, pa, au, aa, ru, ra)
+        return self.authorize_reached(reached, pu, au, ru, context, entities) if reached else _DENY
 
     def _authorize(self, request: Request, entities: Entities) -> Response:
         find = entities.lookup
         p, a, r, context = request
         ep, ea, er = find(p), find(a), find(r)
-        return self._decide(
+        reached = self._walk(
             p,
             ep.ancestors if ep is not None else _NO_ANCESTORS,
             a,
             ea.ancestors if ea is not None else _NO_ANCESTORS,
             r,
             er.ancestors if er is not None else _NO_ANCESTORS,
-            context,
-            entities,
         )
+        return self.authorize_reached(reached, p, a, r, context, entities) if reached else _DENY
 
-    def _decide(
+    def reach(
+        self,
+        principal: EntityUID,
+        action: EntityUID,
+        resource: EntityUID,
+        entities: Entities,
+    ) -> tuple[tuple[Leaf, ...], ...]:
+        """The leaf groups that a request of these entities reaches (the scope walk of
+        :meth:`authorize`, ancestors looked up in ``entities``): what :meth:`authorize_reached`
+        decides any context with.
+
+        For requests whose principal, action and resource (uids and ancestors) are fixed while
+        the context and attributes change, as the calls of one tool in one agent run are: the
+        walk is done once, not per request.
+        """
+        find = entities.lookup
+        ep, ea, er = find(principal), find(action), find(resource)
+        reached = self._walk(
+            principal,
+            ep.ancestors if ep is not None else _NO_ANCESTORS,
+            action,
+            ea.ancestors if ea is not None else _NO_ANCESTORS,
+            resource,
+            er.ancestors if er is not None else _NO_ANCESTORS,
+        )
+        return tuple(reached)
+
+    def authorize_reached(
+        self,
+        reached: Sequence[tuple[Leaf, ...]],
+        principal: EntityUID,
+        action: EntityUID,
+        resource: EntityUID,
+        context: Record,
+        entities: Entities,
+    ) -> Response:
+        """The answer to a request whose scope walk reached ``reached`` (:meth:`reach` of the
+        same principal, action and resource, with their ancestors as in ``entities``): the
+        same answer as :meth:`authorize`.
+
+        The leaves of the groups reached, then deny-overrides (by outcome, remembered).
+        """
+        # INVARIANT: `reached` is self.reach(principal, action, resource, entities) (the
+        # caller's promise: the uids, and their ancestors in `entities`, are those it walked).
+        errors: list[tuple[int, str]] = []
+        outcome: list[Any] = []
+        for group in reached:
+            for leaf in group:
+                fn = leaf.fn
+                outcome.append(leaf)
+                outcome.append(
+                    leaf.base
+                    if fn is None
+                    else leaf.base | fn(principal, action, resource, context, entities, errors)
+                )
+        if errors:
+            return self._respond(outcome, errors)
+        key = tuple(outcome)
+        response = self._outcomes.get(key)
+        if response is None:
+            response = self._respond(outcome, errors)
+            if len(self._outcomes) < OUTCOMES:
+                self._outcomes[key] = response
+        return response
+
+    def _walk(
         self,
         p: EntityUID,
         p_ancestors: frozenset[EntityUID],
@@ -297,13 +362,11 @@ class CompiledPolicySet:
         a_ancestors: frozenset[EntityUID],
         r: EntityUID,
         r_ancestors: frozenset[EntityUID],
-        context: Record,
-        entities: Entities,
-    ) -> Response:
-        # Down the tree (Node.match inlined for each node: a decision's cost is mostly how
-        # much code and memory it touches; Node.match is the reference, and the rare cases
-        # go through it), then the leaves, then deny-overrides (by outcome, remembered). A
-        # node with a `flat` group (nothing but `any` below it) ends its path at once.
+    ) -> list[tuple[Leaf, ...]]:
+        """The leaf groups of the policies whose scope holds, down the tree (Node.match
+        inlined for each node: a decision's cost is mostly how much code and memory it
+        touches; Node.match is the reference, and the rare cases go through it). A node with
+        a `flat` group (nothing but `any` below it) ends its path at once."""
         level: list[Any] = [self.root]
         reached: list[Any] = []  # leaf groups reached through `flat`
         for uid, ancestors in ((a, a_ancestors), (p, p_ancestors), (r, r_ancestors)):
@@ -335,26 +398,7 @@ class CompiledPolicySet:
             level = below
         else:
             reached += level
-        if not reached:
-            return _DENY
-        errors: list[tuple[int, str]] = []
-        outcome: list[Any] = []
-        for group in reached:
-            for leaf in group:
-                fn = leaf.fn
-                outcome.append(leaf)
-                outcome.append(
-                    leaf.base if fn is None else leaf.base | fn(p, a, r, context, entities, errors)
-                )
-        if errors:
-            return self._respond(outcome, errors)
-        key = tuple(outcome)
-        response = self._outcomes.get(key)
-        if response is None:
-            response = self._respond(outcome, errors)
-            if len(self._outcomes) < OUTCOMES:
-                self._outcomes[key] = response
-        return response
+        return reached
 
     def _respond(self, outcome: list[Any], errors: list[tuple[int, str]]) -> Response:
         """Deny-overrides on an outcome: ``[leaf, satisfied bits, leaf, bits, ...]``."""

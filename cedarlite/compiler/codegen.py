@@ -662,9 +662,13 @@ class _Gen:
             checks.append(f"{v}.endswith({self.const(tuple(suffixes))})")
         if len(middles) == 1:
             checks.append(f"({self.literal(middles[0])} in {v})")
+        elif len(middles) >= SUBSTRING_INDEX_MIN and all(
+            middles
+        ):  # (like_segments makes none empty)
+            checks.append(f"_has_any({v}, {self.const(substring_index(middles))})")
         elif middles:
             checks.append(f"any(map({v}.__contains__, {self.const(tuple(middles))}))")
-        checks += [f"_like_s({v}, {self.const(segments)})" for segments in general]
+        checks += [self._segments_test(v, segments) for segments in general]
         other = f"_like_s({v}, {self.const(first_like)})" if first_like is not None else "False"
         return f"(({' or '.join(checks)}) if {assign}.__class__ is str else {other})"
 
@@ -703,12 +707,22 @@ class _Gen:
 
     def _like(self, e: Any) -> str:
         inner, segments = e.expr, like_segments(e.pattern)
-        code = self.expr(inner)
-        if _string_test("_", segments) is None:  # (no str method does it: no fast path)
-            return f"_like_s({code}, {self.const(segments)})"
-        assign, v = self._bind(code)
-        test = _string_test(v, segments)
+        assign, v = self._bind(self.expr(inner))
+        test = _string_test(v, segments) or self._segments_test(v, segments)
         return f"({test} if {assign}.__class__ is str else _like_s({v}, {self.const(segments)}))"
+
+    def _segments_test(self, v: str, segments: Segments) -> str:
+        """``v like pattern`` for a string ``v`` and a pattern no str method matches alone:
+        the matcher, behind the test of the pattern's last literal (else its first, else its
+        first middle one) that it would make itself, in C code (most strings fail it)."""
+        first, last = segments[0], segments[-1]
+        if last:
+            pre = f"{v}.endswith({self.literal(last)})"
+        elif first:
+            pre = f"{v}.startswith({self.literal(first)})"
+        else:  # (`*a*b*`: two middle segments or more, none empty)
+            pre = f"({self.literal(segments[1])} in {v})"
+        return f"({pre} and _like_str({self.const(segments)}, {v}))"
 
     def _method(self, e: Any) -> str:
         name = e.name
@@ -760,6 +774,36 @@ def _subject(test: Any) -> Expr:
 def _tuple(codes: list[str]) -> str:
     """Python source of a tuple of the given element sources."""
     return "()" if not codes else f"({', '.join(codes)},)"
+
+
+SUBSTRING_INDEX_MIN = 16
+"""Substrings searched in one string at least for :func:`substring_index` (fewer are searched
+one by one: the index's own scans would cost as much as it saves)."""
+
+# Characters from the most to the least frequent in commands, paths and prose (letters by their
+# English frequency, then path punctuation, digits, capitals; any other character is rarer):
+# each substring of an index is keyed by its rarest character, so that a string that contains
+# none of the rare characters skips most groups.
+_FREQUENT = " etaoinsrhldcumfpgwybvkxjqz/.-0123456789_ETAOINSRHLDCUMFPGWYBVKXJQZ"
+
+
+def _rarity(char: str) -> int:
+    rank = _FREQUENT.find(char)
+    return len(_FREQUENT) if rank < 0 else rank
+
+
+def substring_index(strings: Sequence[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """The index that :func:`~.runtime.contains_any` searches for ``strings`` (non-empty): the
+    strings grouped by their rarest character (the first of equally rare ones), the keys in
+    order of first appearance. A group whose key is itself one of the strings is that string
+    alone (the key found, the test holds)."""
+    groups: dict[str, list[str]] = {}
+    for text in strings:
+        groups.setdefault(max(text, key=_rarity), []).append(text)
+    return tuple(groups), {
+        key: (key,) if key in group else tuple(dict.fromkeys(group))
+        for key, group in groups.items()
+    }
 
 
 def _string_test(v: str, segments: Segments) -> str | None:

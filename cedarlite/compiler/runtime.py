@@ -16,6 +16,7 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from .. import _ops as ops
+from .._glob import match as match_segments
 from ..errors import EvaluationError
 from ..ext import FUNCTIONS, METHODS
 from ..values import I64_MAX, I64_MIN, CedarSet, EntityUID, Record
@@ -66,6 +67,21 @@ def _arith_run(acc: Any, step: Callable[[Any, Any], Any], operands: Iterable[Any
     return acc
 
 
+SubstringIndex = tuple[tuple[str, ...], dict[str, tuple[str, ...]]]
+
+
+def contains_any(text: str, index: SubstringIndex) -> bool:
+    """Whether ``text`` contains one of the strings of ``index`` (``codegen.substring_index``:
+    the strings grouped by one of their characters, the group's key): only the groups whose key
+    ``text`` contains are searched, so each key is one scan of ``text`` (C code) and each string
+    at most one, as ``any(s in text for s in strings)`` would make."""
+    keys, groups = index
+    for key in filter(text.__contains__, keys):  # noqa: SIM110 (no generator per call)
+        if any(map(text.__contains__, groups[key])):
+            return True
+    return False
+
+
 # Names visible to generated code. Everything a condition calls comes from here.
 _GLOBALS: dict[str, Any] = {
     "__builtins__": {},
@@ -100,6 +116,8 @@ _GLOBALS: dict[str, Any] = {
     "_has": ops.has_attr,
     "_ga": ops.get_attr,
     "_like_s": ops.like_segments_match,
+    "_like_str": match_segments,
+    "_has_any": contains_any,
     "_ev": _evaluate_deep,
     "_arun": _arith_run,
     "_is": ops.is_,

@@ -35,13 +35,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._log import get_logger
-from ..entities import Entity, load_json, overlay_closed
-from ..request import Request
+from ..entities import Entity, load_json, overlay_closed, with_attrs
 from ..response import Decision, PolicyError, Response
 from ..tools.arguments import ArgumentPlan, ToolArgumentError
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
 from ..tools.names import js_truthy, norm, norm_agent_id
-from ..values import Record
+from ..values import EntityUID, Record
 from . import _json, loops
 from .approvals import (
     CANCELLED,
@@ -59,6 +58,7 @@ from .state import DEFAULT_STORE, SessionState, SessionStore
 
 if TYPE_CHECKING:
     from ..ast import Policy
+    from ..compiler.index import Leaf
     from ..policyset import PolicySet
     from ..tools.resolve import ToolPolicy, ToolResolution
     from .decision_log import DecisionLog
@@ -168,6 +168,10 @@ class Outcome(NamedTuple):
         }
 
 
+_outcome: Callable[[tuple[Any, ...]], Outcome] = partial(tuple.__new__, Outcome)
+"""An :class:`Outcome` of all twelve fields, in order (``Outcome._make`` without its checks)."""
+
+
 def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
@@ -184,7 +188,6 @@ class _Call:
         "approving",
         "args",
         "asks",
-        "call",
         "call_id",
         "canonical",
         "digest",
@@ -208,24 +211,19 @@ class _Call:
     )
 
     def __init__(self, name: Any, params: Any, call: Any) -> None:
+        # (Built for every call: each field is set once, the call's fields read only when
+        # there is a call.)
         self.started = time.perf_counter_ns()
         self.name = name
         self.tool = norm(name) or "tool"
         self.original = self.params = params
-        self.session = self.call_id = self.run = self.session_id = None
+        self.session: str | None = None
+        self.call_id: str | None = None
+        self.run: str | None = None
+        self.session_id: str | None = None
         self.error: str | None = None
-        try:
-            if call is not None and not isinstance(call, Mapping):
-                self.error = f"the call must be a dict, not `{type(call).__name__}`"
-                call = None
-            get = (call or {}).get
-            self.session = _text(get("sessionKey"))
-            self.call_id = _text(get("toolCallId"))
-            self.run = _text(get("runId"))
-            self.session_id = _text(get("sessionId"))
-        except Exception as err:  # a hostile Mapping: treated as a malformed call
-            self.error = f"the call cannot be read: {err}"
-        self.call = {"sessionKey": self.session, "toolCallId": self.call_id, "runId": self.run}
+        if call is not None:
+            self._read_call(call)
         self.info: ToolInfo | None = None
         self.canonical: str | None = None
         self.digest: str | None = None
@@ -233,13 +231,32 @@ class _Call:
         self.policies: tuple[str, ...] = ()
         self.errors: tuple[PolicyError, ...] = ()
         self.policy_ask: ApprovalRequest | None = None
-        self.asks: list[ApprovalRequest] = []
+        self.asks: tuple[ApprovalRequest, ...] = ()
         self.rewritten = False
-        self.approvals_log: list[dict[str, Any]] = []
-        self.warnings: list[str] = []
+        self.approvals_log: tuple[dict[str, Any], ...] = ()
+        self.warnings: tuple[str, ...] = ()
         self.waited = 0.0
         self.approving = False
         self.log_params: tuple[str, list[str]] | None = None
+
+    def _read_call(self, call: Any) -> None:
+        """The session key, call id, run id and session id of the call dict."""
+        try:
+            if not isinstance(call, Mapping):
+                self.error = f"the call must be a dict, not `{type(call).__name__}`"
+                return
+            get = call.get
+            self.session = _text(get("sessionKey"))
+            self.call_id = _text(get("toolCallId"))
+            self.run = _text(get("runId"))
+            self.session_id = _text(get("sessionId"))
+        except Exception as err:  # a hostile Mapping: treated as a malformed call
+            self.error = f"the call cannot be read: {err}"
+
+    @property
+    def call(self) -> dict[str, str | None]:
+        """The call as approval requests carry it: ``sessionKey``, ``toolCallId``, ``runId``."""
+        return {"sessionKey": self.session, "toolCallId": self.call_id, "runId": self.run}
 
     def canonical_params(self) -> str:
         """The canonical JSON of the params the model sent (computed once, when asked: the
@@ -306,6 +323,9 @@ class Guard:
     _policies: PolicySet | None
     _resolution: ToolResolution | None
     _rules_text: str
+    # Per offered tool (by key), made on its first call: its action and the compiled leaves
+    # its calls reach (see `_index_tools`).
+    _routes: dict[str, tuple[EntityUID, tuple[tuple[Leaf, ...], ...]]]
 
     def __init__(
         self,
@@ -406,6 +426,7 @@ class Guard:
         {
             "on_event", "approver", "session_store", "_log", "_hooks", "_trusted",
             "_registered", "_started", "_started_lock", "_policy", "_policies", "_resolution",
+            "_routes",
         }
     )  # fmt: skip
 
@@ -430,6 +451,7 @@ class Guard:
         self._policy = None
         self._policies = None
         self._resolution = None
+        self._routes = {}  # (leaves of the compiled set: walked again in this process)
 
     def open_decision_log(self, path: str | os.PathLike[str]) -> None:
         """Append every later decision to the JSON Lines file ``path`` (the ``decision_log``
@@ -530,6 +552,10 @@ class Guard:
         # through the store once here (per call: one copy with the arguments, laid over the
         # store by `overlay_closed`, which neither copies the store nor closes again).
         self._call_entities: dict[str, Entity] = {}
+        # The action of each tool's calls and the leaves of the policies whose scope holds for
+        # them (the principal, action and call entity, and so their ancestors, are fixed per
+        # tool and run): the scope walk is made on a tool's first call, not on every call.
+        self._routes = {}
         self._arguments: dict[str, ArgumentPlan] = {}
         self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
         for d in resolution.decisions:
@@ -891,18 +917,22 @@ class Guard:
         if result.critical:
             return self._block(c, "tool-loop", result.message)
         log.warning("%s", result.message)
-        c.warnings.append(result.message)
+        c.warnings += (result.message,)
         return None
 
     def _decide(self, c: _Call, info: ToolInfo, arguments: Record) -> Outcome | None:
         """The Cedar decision: a block, or ``None`` (asks are queued on the call)."""
-        proto = self._call_entities[info.key]
-        entity = Entity(proto.uid, arguments, proto.parents, proto.tags, proto.ancestors)
-        request = Request(
-            self._principal, info.action, entity.uid, Record({**self._record, "input": arguments})
-        )
-        response: Response = self._compiled.authorize(
-            request, overlay_closed(self._entities, entity)
+        key = info.key
+        proto = self._call_entities[key]
+        entities = overlay_closed(self._entities, with_attrs(proto, arguments))
+        route = self._routes.get(key)
+        if route is None:  # the tool's first call in this run
+            action = info.action
+            reached = self._compiled.reach(self._principal, action, proto.uid, entities)
+            route = self._routes[key] = (action, reached)
+        context = Record({**self._record, "input": arguments})
+        response: Response = self._compiled.authorize_reached(
+            route[1], self._principal, route[0], proto.uid, context, entities
         )
         labels = self._labels
         if not response.errors and not self._asks and response.decision is Decision.ALLOW:
@@ -1018,7 +1048,7 @@ class Guard:
                 why = why if isinstance(why, str) and why else TRUSTED_BLOCKED
                 return self._block(c, "plugin-before-tool-call", why)
             if isinstance(spec.get("requireApproval"), Mapping):
-                c.asks.append(self._hook_approval(c, spec["requireApproval"], plugin))
+                c.asks += (self._hook_approval(c, spec["requireApproval"], plugin),)
             if isinstance(spec.get("params"), Mapping):
                 c.params = dict(spec["params"])
         block = False
@@ -1045,7 +1075,7 @@ class Guard:
             text = reason if isinstance(reason, str) and reason else HOOK_BLOCKED
             return self._block(c, "plugin-before-tool-call", text)
         if approval is not None and approving is not None:
-            c.asks.append(self._hook_approval(c, approval, approving))
+            c.asks += (self._hook_approval(c, approval, approving),)
         if isinstance(params, Mapping):
             c.params = {**c.params, **params} if isinstance(c.params, Mapping) else dict(params)
         return None
@@ -1147,9 +1177,9 @@ class Guard:
         pending = []
         for request in requests:
             if request.key in remembered:
-                c.approvals_log.append(_approval_entry(request, "remembered"))
+                c.approvals_log += (_approval_entry(request, "remembered"),)
             else:
-                c.approvals_log.append(_approval_entry(request, "pending"))
+                c.approvals_log += (_approval_entry(request, "pending"),)
                 pending.append(request)
         if not pending:
             return self._allow(c)
@@ -1164,7 +1194,7 @@ class Guard:
             c.errors,
             first,
             tuple(pending),
-            warnings=tuple(c.warnings),
+            warnings=c.warnings,
         )
 
     async def _run_approvals(self, c: _Call) -> Outcome:
@@ -1174,11 +1204,11 @@ class Guard:
         c.approving = True
         for request in requests:
             if request.key in remembered:
-                c.approvals_log.append(_approval_entry(request, "remembered"))
+                c.approvals_log += (_approval_entry(request, "remembered"),)
                 continue
             answer = await request_approval(request, self.approver)
             c.waited += answer.waited
-            c.approvals_log.append(_approval_entry(request, answer.resolution, answer.waited))
+            c.approvals_log += (_approval_entry(request, answer.resolution, answer.waited),)
             if answer.resolution == "allow-always" and c.session is not None:
                 self.session_store.update(c.session, partial(_remember, request.key))
             if not answer.proceed:
@@ -1187,24 +1217,16 @@ class Guard:
 
     # -- outcomes ------------------------------------------------------------------------------
 
+    # The two outcomes of most calls, built as tuples (Outcome's own __new__ is a Python
+    # function with defaults): the fields in Outcome's order, action to error.
+
     def _allow(self, c: _Call) -> Outcome:
-        return Outcome(
-            "allow", c.tool, c.params, None, None, c.policies, c.errors, warnings=tuple(c.warnings)
-        )
+        fields = ("allow", c.tool, c.params, None, None, c.policies, c.errors, None, (), False)
+        return _outcome((*fields, c.warnings, None))
 
     def _block(self, c: _Call, denied: str, reason: str, *, failure: bool = False) -> Outcome:
-        return Outcome(
-            "block",
-            c.tool,
-            c.params,
-            reason,
-            denied,
-            c.policies,
-            c.errors,
-            failure=failure,
-            warnings=tuple(c.warnings),
-            error=c.error if failure else None,
-        )
+        fields = ("block", c.tool, c.params, reason, denied, c.policies, c.errors, None, ())
+        return _outcome((*fields, failure, c.warnings, c.error if failure else None))
 
     def _failed(self, c: _Call, err: BaseException) -> Outcome:
         """Any exception of the guard or a fail-closed hook: a failure (spec §11.1.5)."""

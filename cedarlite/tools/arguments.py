@@ -31,7 +31,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..entities import check_json_limits, json_kind, preview
+from ..entities import check_json_limits, is_flat, json_kind, preview
 from ..errors import CedarliteError
 from ..ext.decimal import Decimal
 from ..values import I64_MAX, I64_MIN, CedarSet, Record
@@ -81,12 +81,13 @@ class ArgumentPlan(NamedTuple):
         :class:`ToolArgumentError` naming the argument when they do not conform."""
         if params is None:
             params = {}
-        if not isinstance(params, Mapping):
+        elif params.__class__ is not dict and not isinstance(params, Mapping):
             raise ToolArgumentError(f"arguments of tool `{self.tool}` must be a JSON object")
-        check_json_limits(params, f"arguments of tool `{self.tool}`", ToolArgumentError)
+        if not is_flat(params):  # (most arguments are: nothing more to check)
+            check_json_limits(params, f"arguments of tool `{self.tool}`", ToolArgumentError)
         record = Record() if self.record is None else _record(params, self.record, "", self.tool)
         declared = self.declared
-        if declared is None:
+        if declared is None or declared.issuperset(params):
             return record
         other = {
             k: v
@@ -112,11 +113,15 @@ def _record(value: Mapping[str, Any], check: RecordCheck, path: str, tool: str) 
                 sub = f"{path}.{name}" if path else name
                 raise ToolArgumentError(f"{_where(sub, tool)} is not a parameter of the tool", sub)
     out = {}
+    get = value.get
     for name, prop in properties:
-        if name not in value or value[name] is None:
+        item = get(name)
+        if item is None:
             continue
-        sub = f"{path}.{name}" if path else name
-        converted = _value(value[name], prop, sub, tool)
+        if item.__class__ is str and (prop[0] == STRING or prop[0] == TEXT) and prop[1] is None:
+            out[name] = item  # (what `_value` returns for it, without the calls)
+            continue
+        converted = _value(item, prop, f"{path}.{name}" if path else name, tool)
         if converted is not None:
             out[name] = converted
     return Record(out)
