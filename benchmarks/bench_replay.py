@@ -8,7 +8,8 @@ the temporary directory; ``--log`` names another). The new policy removes ``lobs
 Three measurements:
 
 * **throughput**: the whole log replayed on Dask's local scheduler with 1 and with 2 worker
-  processes, each replay in a fresh process, the two alternating over ``--rounds`` rounds:
+  processes (after the machine's own ceiling: a pure-Python loop in 2 processes at once
+  against 1), each replay in a fresh process, the two alternating over ``--rounds`` rounds:
   calls per second (wall) and per worker, the 1 → 2 speed-up, and calls per CPU-second of
   the workers (robust to other load on the machine);
 * **memory**: the peak resident memory (``VmHWM``) of the largest worker process and of the
@@ -144,6 +145,33 @@ def run_one(log: str, workers: int) -> dict[str, Any]:
     if done.returncode != 0:
         raise SystemExit(done.stderr)
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def _loop(_: Any = None) -> float:
+    """A fixed pure-Python workload (dict and integer work, like a replay's), its CPU time."""
+    started = time.process_time()
+    total, table = 0, {}
+    for i in range(3_000_000):
+        total += i % 7
+        table[i & 4095] = total
+    return time.process_time() - started
+
+
+def machine_scaling(rounds: int = 3) -> float:
+    """What 2 processes get out of this machine: the median, over ``rounds``, of the work
+    per second of the same loop run in 2 processes at once over 1 process alone (2.0 when
+    the cores do not slow each other; shared caches, memory and neighbours make it less)."""
+    import multiprocessing
+
+    ratios = []
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(_loop, range(2))  # both processes started and warm
+        for _ in range(rounds):
+            alone = pool.apply(_loop)
+            wall = time.perf_counter()
+            pool.map(_loop, range(2), chunksize=1)
+            ratios.append(2 * alone / (time.perf_counter() - wall))
+    return statistics.median(ratios)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.getloadavg()[0]:.1f}")  # fmt: skip
 
     if "throughput" not in skip:
+        print(f"machine: a pure-Python loop in 2 processes at once does "
+              f"{machine_scaling():.2f}x the work of 1 (the ceiling of the speed-up below)",
+              flush=True)  # fmt: skip
         runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
         for r in range(args.rounds):
             for workers in (1, 2) if r % 2 == 0 else (2, 1):
