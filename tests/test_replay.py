@@ -1041,7 +1041,17 @@ def test_own_worker_processes_freeze_what_a_partition_leaves(log: Path) -> None:
         assert gc.get_freeze_count() > 0  # the guards and memo: out of the collector's way
         forget_replayers()  # dropped: their cycles, if any, collectable again
         assert gc.get_freeze_count() == 0
+        # A run context more than GUARDS drops the oldest guard: the partition collects
+        # before it freezes again (a dropped guard's cycles are never frozen).
+        replay_partition(lines, spec)
+        collections = gc.get_stats()[2]["collections"]
+        rep = worker.replayer(spec)
+        for n in range(worker.GUARDS + 1):
+            rep.guard(f"context {n}".encode(), {"agentId": f"a{n}"})
+        assert gc.get_freeze_count() == 0 and worker._thawed
+        replay_partition(lines[:1], spec)
+        assert gc.get_stats()[2]["collections"] > collections and gc.get_freeze_count() > 0
     finally:
-        worker._OWN_PROCESS = False
+        worker._OWN_PROCESS = worker._thawed = False
         gc.unfreeze()
         forget_replayers()

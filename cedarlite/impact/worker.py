@@ -368,19 +368,29 @@ def own_process() -> None:
     collections traverse every object alive: in a long replay, re-traversing the compiled
     policies of every guard was a tenth to a fifth of a worker's time. So each partition ends
     with :func:`gc.freeze`, which moves the objects then alive out of later collections
-    (reference counting still frees them), and dropping a guard or a replayer calls
-    :func:`gc.unfreeze` first, so that any cycle it held is collected."""
+    (reference counting still frees them); dropping a guard or a replayer unfreezes them, and
+    the partition then ends with a full collection before it freezes again, so that any cycle
+    the dropped objects held is collected (a log of more than :data:`GUARDS` run contexts)."""
     global _OWN_PROCESS
     _OWN_PROCESS = True
 
 
+_thawed = False
+
+
 def _freeze() -> None:
+    global _thawed
     if _OWN_PROCESS:
+        if _thawed:
+            _thawed = False
+            gc.collect()
         gc.freeze()
 
 
 def _thaw() -> None:
+    global _thawed
     if _OWN_PROCESS:
+        _thawed = True
         gc.unfreeze()
 
 
