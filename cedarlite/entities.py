@@ -12,7 +12,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any, Protocol, runtime_checkable
 
@@ -618,8 +618,9 @@ def _entity_from_json(
                     raise JSONValueError(f"action `{uid}` has a non-action parent `{p}`")
         if schema is not None:
             for key in ("attrs", "tags"):  # read recursively by the schema's types
-                if key in item and not is_flat(item[key]):
-                    check_json_limits(item[key], f"`{uid}`.{key}", JSONValueError)
+                if key in item:
+                    where = partial("`{}`.{}".format, uid, key)  # (made only for a message)
+                    check_json_limits(item[key], where, JSONValueError)
             return schema.conform_entity(uid, item, parents)
         attrs = _record_from_json(item["attrs"], f"`{uid}`.attrs")
         # `tags` is optional, but when present it must be an object (`null` and `[]` are errors).
@@ -719,11 +720,15 @@ def is_flat(value: Any) -> bool:
     )
 
 
-def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> None:
+def check_json_limits(
+    value: Any, where: str | Callable[[], str], error: type[CedarliteError]
+) -> None:
     """Refuse a JSON-like input (dicts, lists...) nested deeper than
     :data:`~cedarlite.values.MAX_VALUE_DEPTH` or holding more than
     :data:`~cedarlite.values.MAX_VALUE_SIZE` elements, before anything reads it: iterative,
-    level by level, linear, and it stops at the first level or element too many."""
+    level by level, linear, and it stops at the first level or element too many. ``where``
+    names the input in the message, or makes that name (called only to raise: callers on a
+    hot path pass a function rather than format a name for every input)."""
     if is_flat(value):
         return
     size = 0
@@ -739,15 +744,20 @@ def check_json_limits(value: Any, where: str, error: type[CedarliteError]) -> No
             else:
                 continue  # a scalar, or a Cedar value built by the caller
             if depth > MAX_VALUE_DEPTH:
-                raise error(f"{where}: nested too deeply (more than {MAX_VALUE_DEPTH} levels)")
+                deep = f"nested too deeply (more than {MAX_VALUE_DEPTH} levels)"
+                raise error(f"{_name(where)}: {deep}")
             size += len(node)
             if size > MAX_VALUE_SIZE:
-                raise error(f"{where}: too large (more than {MAX_VALUE_SIZE:,} elements)")
+                raise error(f"{_name(where)}: too large (more than {MAX_VALUE_SIZE:,} elements)")
             if not _JSON_SCALARS.issuperset(map(type, items)):  # (at C speed when all scalars)
                 below.extend(item for item in items if item.__class__ not in _JSON_SCALARS)
         if not below:
             return
         level = below
+
+
+def _name(where: str | Callable[[], str]) -> str:
+    return where if isinstance(where, str) else where()
 
 
 _JSON_SCALARS = frozenset({str, int, bool, float, type(None)})

@@ -31,7 +31,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..entities import check_json_limits, is_flat, json_kind, preview
+from ..entities import check_json_limits, json_kind, preview
 from ..errors import CedarliteError
 from ..ext.decimal import Decimal
 from ..values import I64_MAX, I64_MIN, CedarSet, Record
@@ -83,8 +83,7 @@ class ArgumentPlan(NamedTuple):
             params = {}
         elif params.__class__ is not dict and not isinstance(params, Mapping):
             raise ToolArgumentError(f"arguments of tool `{self.tool}` must be a JSON object")
-        if not is_flat(params):  # (most arguments are: nothing more to check)
-            check_json_limits(params, f"arguments of tool `{self.tool}`", ToolArgumentError)
+        check_json_limits(params, lambda: f"arguments of tool `{self.tool}`", ToolArgumentError)
         record = Record() if self.record is None else _record(params, self.record, "", self.tool)
         declared = self.declared
         if declared is None or declared.issuperset(params):
