@@ -1221,12 +1221,16 @@ class Guard:
     # function with defaults): the fields in Outcome's order, action to error.
 
     def _allow(self, c: _Call) -> Outcome:
-        fields = ("allow", c.tool, c.params, None, None, c.policies, c.errors, None, (), False)
-        return _outcome((*fields, c.warnings, None))
+        return _outcome(
+            ("allow", c.tool, c.params, None, None, c.policies, c.errors, None, (), False,
+             c.warnings, None)
+        )  # fmt: skip
 
     def _block(self, c: _Call, denied: str, reason: str, *, failure: bool = False) -> Outcome:
-        fields = ("block", c.tool, c.params, reason, denied, c.policies, c.errors, None, ())
-        return _outcome((*fields, failure, c.warnings, c.error if failure else None))
+        return _outcome(
+            ("block", c.tool, c.params, reason, denied, c.policies, c.errors, None, (), failure,
+             c.warnings, c.error if failure else None)
+        )  # fmt: skip
 
     def _failed(self, c: _Call, err: BaseException) -> Outcome:
         """Any exception of the guard or a fail-closed hook: a failure (spec §11.1.5)."""
