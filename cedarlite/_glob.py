@@ -62,6 +62,19 @@ def match(segments: Segments, s: str) -> bool:
     return True
 
 
+# Characters from the most to the least frequent in commands, paths and prose (letters by their
+# English frequency, then path punctuation, digits, capitals; any other character is rarer).
+_FREQUENT = " etaoinsrhldcumfpgwybvkxjqz/.-0123456789_ETAOINSRHLDCUMFPGWYBVKXJQZ"
+
+
+def rarity(char: str) -> int:
+    """How rare ``char`` is in commands, paths and prose (higher: rarer). Indexes of many
+    literals key each by its rarest character, so that a string that holds none of the rare
+    characters skips most of them."""
+    rank = _FREQUENT.find(char)
+    return len(_FREQUENT) if rank < 0 else rank
+
+
 GlobLines = tuple[tuple[str, ...], tuple[Segments, ...]]
 """A tool glob split at its line terminators: the terminators, and each line's segments."""
 

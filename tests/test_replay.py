@@ -673,6 +673,54 @@ def test_argument_reads(condition: str, paths: set, everything: bool) -> None:
     assert (set(reads.paths), reads.everything) == (paths, everything)
 
 
+@pytest.mark.parametrize(
+    ("condition", "tests"),
+    [
+        ('resource.command like "git *"', {"command": {("git ", "")}}),
+        ('context.input.path == ".." || resource.path != "x"', {"path": {("..",), ("x",)}}),
+        ('".." == context.input.path && resource has path', {"path": {("..",)}}),
+        ('context has input.path && context.input.path like "*.env"', {"path": {("", ".env")}}),
+        ('resource.a like "x*" && resource.b == 1', {"a": {("x", "")}}),  # b: not a string test
+        ('resource.a like "x*" && [resource.a].contains("y")', {}),  # a used as a value
+        ('resource.a like "x*" && resource.a == context.other', {}),  # compared to a non-literal
+        ('resource.a like "x*" && resource has a.b', {}),  # a read as a record
+        ('resource.a.b like "x*"', {}),
+        ('principal.name like "x*" && resource.a == "y"', {"a": {("y",)}}),
+    ],
+)
+def test_arguments_read_only_by_string_tests(condition: str, tests: dict) -> None:
+    from cedarlite.impact.reads import argument_reads
+
+    (policy,) = cedarlite.PolicySet.from_str(
+        f"forbid (principal, action, resource) when {{ {condition} }};"
+    )
+    assert {k: set(v) for k, v in argument_reads(policy).tests.items()} == tests
+
+
+def test_string_tests_tell_apart_exactly_the_strings_that_pass_different_tests() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cedarlite._glob import like_segments, match
+    from cedarlite.ast import WILDCARD
+    from cedarlite.impact.strings import StringTests
+
+    text = st.text("ab./", max_size=6)
+    pattern = st.lists(st.one_of(st.text("ab./", min_size=1, max_size=2), st.just(WILDCARD)),
+                       max_size=5).map(lambda p: like_segments(tuple(p)))  # fmt: skip
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(pattern, min_size=1, max_size=12), st.lists(text, min_size=2, max_size=8))
+    def check(patterns: list, strings: list) -> None:
+        tests = StringTests(patterns)
+        for a in strings:
+            for b in strings:
+                same = [match(p, a) for p in patterns] == [match(p, b) for p in patterns]
+                assert (tests.key(a) == tests.key(b)) == same, (patterns, a, b)
+
+    check()
+
+
 def test_a_redacted_value_is_visible_only_where_the_schema_types_it() -> None:
     from cedarlite.impact.reads import cedar_path, pointer_tokens
 
@@ -934,7 +982,8 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
     context = {"agentId": "main", "provider": "anthropic"}
     reference = Guard(CONFIG, TOOLS, context, rules=rules, session_store=MemorySessionStore())
     words = st.sampled_from(["rm", "-rf", "git", "push", "ls", "cat", "../x", "~/.ssh/id_rsa",
-                             ".env", "a b", "|", "*"])  # fmt: skip
+                             ".env", "a b", "|", "*", "diff", "src/a.py", "src/b.py", "--output",
+                             "notes.md", "/etc/passwd"])  # fmt: skip
     text = st.lists(words, min_size=1, max_size=3).map(" ".join)
     value = st.one_of(text, st.integers(0, 1), st.booleans(), st.none(), st.lists(text, max_size=2))
     params = st.dictionaries(
@@ -975,6 +1024,12 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
     assert [c[0] for c in decided] == ["exec", "exec", "frobnicate"]  # `workdir` is read
     # The arguments converted for the memo key are the ones decided: not converted again.
     assert decided[0][2][1]["command"] == "ls" and decided[2][2] is None
+    # The rules read the command only through `like` and `==` tests: commands that pass the
+    # same tests are decided once (the first), one that passes others again.
+    decided.clear()
+    for command in ("git diff a.py", "git diff b.py", "git diff --output=x", "git diff c.py"):
+        replayer.decide(guard, number, "exec", {"command": command}, None)
+    assert [c[2][1]["command"] for c in decided] == ["git diff a.py", "git diff --output=x"]
 
 
 def test_guard_cedar_arguments() -> None:

@@ -43,7 +43,7 @@ from keyword import iskeyword
 from typing import Any
 
 from .. import _ops as ops
-from .._glob import Segments, like_segments
+from .._glob import Segments, like_segments, rarity
 from ..ast import _CHILDREN as _CHILDREN_OF  # `children`'s table: one call less per node
 from ..ast import (
     And,
@@ -780,17 +780,6 @@ SUBSTRING_INDEX_MIN = 16
 """Substrings searched in one string at least for :func:`substring_index` (fewer are searched
 one by one: the index's own scans would cost as much as it saves)."""
 
-# Characters from the most to the least frequent in commands, paths and prose (letters by their
-# English frequency, then path punctuation, digits, capitals; any other character is rarer):
-# each substring of an index is keyed by its rarest character, so that a string that contains
-# none of the rare characters skips most groups.
-_FREQUENT = " etaoinsrhldcumfpgwybvkxjqz/.-0123456789_ETAOINSRHLDCUMFPGWYBVKXJQZ"
-
-
-def _rarity(char: str) -> int:
-    rank = _FREQUENT.find(char)
-    return len(_FREQUENT) if rank < 0 else rank
-
 
 def substring_index(strings: Sequence[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
     """The index that :func:`~.runtime.contains_any` searches for ``strings`` (non-empty): the
@@ -799,7 +788,7 @@ def substring_index(strings: Sequence[str]) -> tuple[tuple[str, ...], dict[str, 
     alone (the key found, the test holds)."""
     groups: dict[str, list[str]] = {}
     for text in strings:
-        groups.setdefault(max(text, key=_rarity), []).append(text)
+        groups.setdefault(max(text, key=rarity), []).append(text)
     return tuple(groups), {
         key: (key,) if key in group else tuple(dict.fromkeys(group))
         for key, group in groups.items()

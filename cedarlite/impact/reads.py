@@ -20,6 +20,11 @@ policies themselves, never by guessing values:
 A redacted path *conflicts* with a read path when one is a prefix of the other. Sound, and
 deliberately coarse: a rule that reads ``resource.command`` makes every call whose command
 holds a redacted token undecidable, even when the rule only looks at the command's start.
+
+The same pass finds the top-level arguments a policy reads only as strings put to tests:
+``resource.command like "git *"``, ``context.input.path == ".."`` (or ``!=``), and ``has``.
+Such a policy sees of the argument only which tests it passes
+(:class:`~cedarlite.impact.strings.StringTests`); a replay memoizes decisions by that.
 """
 
 from __future__ import annotations
@@ -27,10 +32,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._glob import Segments, like_segments
 from ..ast import (
+    Binary,
+    BinOp,
+    Expr,
     GetAttr,
     Has,
     If,
+    Like,
     Lit,
     MethodCall,
     Policy,
@@ -46,6 +56,7 @@ from ..schema.types import RecordType, SetType
 from ..tools.catalog import ToolCatalog, action_uid
 from ..tools.params import CALL_NAMESPACE, cedar_type, parameters_of
 from ..values import EntityUID
+from .strings import StringTests
 
 AttrPath = tuple[str, ...]
 
@@ -60,13 +71,22 @@ _ARGS = "args"  # ("args", *path): the arguments record at a path
 
 
 class PolicyReads:
-    """The argument paths one policy reads; ``everything`` when they cannot be bounded."""
+    """The argument paths one policy reads; ``everything`` when they cannot be bounded.
 
-    __slots__ = ("everything", "paths")
+    ``tests``: the top-level arguments it reads only as strings put to ``like`` or equality
+    tests (and ``has``), with the segments of those tests (see the module docstring)."""
 
-    def __init__(self, paths: Iterable[AttrPath] = (), everything: bool = False) -> None:
+    __slots__ = ("everything", "paths", "tests")
+
+    def __init__(
+        self,
+        paths: Iterable[AttrPath] = (),
+        everything: bool = False,
+        tests: Mapping[str, frozenset[Segments]] | None = None,
+    ) -> None:
         self.paths: frozenset[AttrPath] = frozenset(paths)
         self.everything = everything
+        self.tests: Mapping[str, frozenset[Segments]] = tests or {}
 
     def conflicts(self, path: AttrPath) -> bool:
         """Whether reading these paths may observe the value at ``path``."""
@@ -87,7 +107,10 @@ def argument_reads(policy: Policy) -> PolicyReads:
     walker = _Walker()
     for condition in policy.conditions:
         walker.use(walker.visit(condition.body))
-    return PolicyReads(walker.paths, walker.everything)
+    tests = {
+        name: frozenset(found) for name, found in walker.tests.items() if name not in walker.other
+    }
+    return PolicyReads(walker.paths, walker.everything, tests)
 
 
 class _Walker:
@@ -97,6 +120,9 @@ class _Walker:
     def __init__(self) -> None:
         self.paths: set[AttrPath] = set()
         self.everything = False
+        # Top-level arguments put to string tests (their segments), and read otherwise.
+        self.tests: dict[str, set[Segments]] = {}
+        self.other: set[str] = set()
 
     def use(self, ref: tuple[str, ...]) -> None:
         """``ref`` is used as a value: an arguments record or value is read whole."""
@@ -121,6 +147,20 @@ class _Walker:
             case Has(expr=base, path=path):
                 self._attr(self.visit(base), path, has=True)
                 return _OTHER
+            case Like(expr=target, pattern=pattern) if (name := _argument(target)) is not None:
+                return self._test(name, like_segments(pattern))
+            case Binary(op=BinOp.EQ | BinOp.NEQ, left=left, right=right) if (
+                (name := _argument(left)) is not None
+                and right.__class__ is Lit
+                and right.value.__class__ is str
+            ):
+                return self._test(name, (right.value,))
+            case Binary(op=BinOp.EQ | BinOp.NEQ, left=left, right=right) if (
+                (name := _argument(right)) is not None
+                and left.__class__ is Lit
+                and left.value.__class__ is str
+            ):
+                return self._test(name, (left.value,))
             case If(cond=cond, then_=then_, else_=else_):
                 self.use(self.visit(cond))
                 return self._combine([then_, else_])
@@ -134,6 +174,12 @@ class _Walker:
                 for child in children(e):
                     self.use(self.visit(child))
                 return _OTHER
+
+    def _test(self, name: str, segments: Segments) -> tuple[str, ...]:
+        """``resource.<name>`` (or ``context.input.<name>``) put to a string test: read."""
+        self.paths.add((name,))
+        self.tests.setdefault(name, set()).add(segments)
+        return _OTHER
 
     def _combine(self, parts: Iterable[Any]) -> tuple[str, ...]:
         """A value made of ``parts`` (a branch of an ``if``, a record or set literal): each
@@ -160,6 +206,8 @@ class _Walker:
             return _UNKNOWN
         if has and len(ref) > 1:
             self.paths.add(ref[1:])
+        if len(ref) > 2 or (len(ref) == 2 and not has):  # a value of the argument, not a test
+            self.other.add(ref[1])
         # (`context has input` alone reads nothing: a call's context always has its input.)
         return ref
 
@@ -183,6 +231,7 @@ class ArgumentReads:
         self._tools: dict[str, tuple[list[tuple[str, PolicyReads]], list[Any]]] = {}
         self._pointers: dict[tuple[str, str], tuple[str, ...]] = {}
         self._attributes: dict[str, frozenset[str] | None] = {}
+        self._tests: dict[str, dict[str, StringTests]] = {}
 
     def pointer_readers(self, tool: str, pointer: str) -> tuple[str, ...]:
         """The labels of the policies that may apply to a call of ``tool`` and read the value
@@ -228,6 +277,37 @@ class ArgumentReads:
             self._attributes[tool] = found
         return found
 
+    def string_tests(self, tool: str) -> dict[str, StringTests]:
+        """The top-level arguments that every policy that may apply to a call of ``tool`` (a
+        normalized name) and reads them reads only as strings put to tests, with those tests.
+        Cached per tool.
+
+        INVARIANT: a call's Cedar decision cannot tell apart two argument records equal on
+        :meth:`attributes` but for string values of these that pass the same tests
+        (:meth:`StringTests.key`)."""
+        found = self._tests.get(tool)
+        if found is None:
+            segments: dict[str, set[Segments]] = {}
+            refused: set[str] = set()
+            for _, reads in self._tool(tool)[0]:
+                if reads.everything or () in reads.paths:
+                    segments.clear()  # no read key is made (see `attributes`)
+                    break
+                for path in reads.paths:
+                    tested = reads.tests.get(path[0])
+                    if tested is None:
+                        refused.add(path[0])
+                    else:
+                        segments.setdefault(path[0], set()).update(tested)
+            found = {
+                name: StringTests(tests) for name, tests in segments.items() if name not in refused
+            }
+            if len(tool) <= 256:
+                if len(self._tests) >= 10_000:
+                    self._tests.clear()
+                self._tests[tool] = found
+        return found
+
     def schemas(self, tool: str) -> list[Any]:
         """The parameter schemas of the catalog's tools of this normalized name."""
         return self._tool(tool)[1]
@@ -246,6 +326,17 @@ class ArgumentReads:
                     self._tools.clear()
                 self._tools[tool] = cached
         return cached
+
+
+def _argument(e: Expr) -> str | None:
+    """The name of the top-level argument ``e`` is (``resource.<name>`` or
+    ``context.input.<name>``), else ``None``."""
+    match e:
+        case GetAttr(expr=Variable(var=Var.RESOURCE), attr=name):
+            return name
+        case GetAttr(expr=GetAttr(expr=Variable(var=Var.CONTEXT), attr="input"), attr=name):
+            return name
+    return None
 
 
 def _admits(policy: Policy, action: EntityUID, ancestors: frozenset[EntityUID]) -> bool:

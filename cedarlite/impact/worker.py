@@ -41,6 +41,7 @@ from ..hooks.decision_log import policy_hash
 from ..tools.names import norm
 from .logline import MAX_LINE, BadLine, LogLine, read_line
 from .reads import ArgumentReads
+from .strings import StringTests
 
 if TYPE_CHECKING:
     from ..tools.catalog import ToolInfo
@@ -156,8 +157,9 @@ class Replayer:
         self._memo_chars = 0
         self._reads: ArgumentReads | None = None
         # normalized tool name -> the names of the arguments its policies read, sorted
-        # (_ALL: any); only tools of the catalog get here, so it is bounded by the catalog.
-        self._read_names: dict[str, tuple[str, ...]] = {}
+        # (_ALL: any), and the tests of each that is read only by string tests (else None);
+        # only tools of the catalog get here, so it is bounded by the catalog.
+        self._read_names: dict[str, tuple[tuple[str, ...], tuple[StringTests | None, ...]]] = {}
         self._lock = threading.Lock()
 
     def guard(self, context_key: Any, context: dict[str, Any]) -> tuple[Guard | str, int]:
@@ -201,11 +203,13 @@ class Replayer:
 
     def decide(self, guard: Guard, number: int, tool: str, params: Any, text: Any) -> New:
         """The new decision of a call of the guard named ``number`` (``-1``: not kept, not
-        memoized), memoized twice: by the call as logged (``(number, tool, text)``, with
+        memoized), memoized three times: by the call as logged (``(number, tool, text)``, with
         ``text`` the JSON text of its params, see :func:`memo_text`: a repeated call costs a
-        lookup), and by what its answer depends on (:meth:`read_key`: a call that differs only
+        lookup); by what its answer depends on (:meth:`read_key`: a call that differs only
         in arguments no policy reads costs the conversion of its arguments, which a call not
-        seen before then reuses)."""
+        seen before then reuses); and, for a read key not seen before, by the tests its string
+        values pass (:meth:`tested_key`: a new command that passes the tests of one seen
+        before costs those tests)."""
         if number < 0:
             return _decision(guard, tool, params, None)
         exact = None if text is None else (number, tool, text)
@@ -217,7 +221,12 @@ class Replayer:
         read = self.read_key(number, tool, found)
         new = None if read is None else self._get(read[0])
         if new is None:
-            new = _decision(guard, tool, params, found)
+            tested = None if read is None or found is None else self.tested_key(read[0], found)
+            new = None if tested is None else self._get(tested[0])
+            if new is None:
+                new = _decision(guard, tool, params, found)
+                if tested is not None:
+                    self._remember(tested[0], new, tested[1])
             if read is not None:
                 self._remember(read[0], new, read[1])
         if exact is not None:
@@ -262,12 +271,7 @@ class Replayer:
         info, arguments = found
         if arguments is None:
             return None
-        names = self._read_names.get(info.normalized)
-        if names is None:
-            read = self.reads().attributes(info.normalized)
-            names = self._read_names[info.normalized] = (
-                _ALL if read is None else tuple(sorted(read))
-            )
+        names = self._names(info.normalized)[0]
         if names is _ALL:
             return None
         values = tuple([arguments.get(n, _ABSENT) for n in names])
@@ -278,6 +282,43 @@ class Replayer:
         if chars > MEMO_TEXT:
             return None
         return (number, tool, values, classes), 64 + len(tool) + chars
+
+    def tested_key(
+        self, read: tuple[Any, ...], found: tuple[ToolInfo, Record | None]
+    ) -> tuple[tuple[Any, ...], int] | None:
+        """The memo key of an offered tool's call by the tests its string arguments pass,
+        given its :meth:`read_key` ``read`` and :meth:`Guard.cedar_arguments` ``found``: the
+        values of the arguments read only by string tests replaced by
+        :meth:`StringTests.key` (their classes stay in the key); ``None`` when the tool has no
+        such argument."""
+        number, tool, values, classes = read
+        tests = self._names(found[0].normalized)[1]
+        if not any(tests):
+            return None
+        keyed = tuple(
+            [
+                v if t is None or v.__class__ is not str else t.key(v)
+                for v, t in zip(values, tests, strict=True)
+            ]
+        )
+        chars = sum([len(v) for v in keyed if v.__class__ is str])
+        return ("tests", number, tool, keyed, classes), 64 + len(tool) + chars
+
+    def _names(self, tool: str) -> tuple[tuple[str, ...], tuple[StringTests | None, ...]]:
+        """The names of the arguments the policies of ``tool`` (normalized) read, sorted
+        (:data:`_ALL`: any), and the string tests of each read only by those (else None)."""
+        found = self._read_names.get(tool)
+        if found is None:
+            reads = self.reads()
+            read = reads.attributes(tool)
+            if read is None:
+                found = (_ALL, ())
+            else:
+                names = tuple(sorted(read))
+                tests = reads.string_tests(tool)
+                found = (names, tuple([tests.get(n) for n in names]))
+            self._read_names[tool] = found
+        return found
 
     def reads(self) -> ArgumentReads:
         """The argument reads of the new policy (the same for every run context)."""
