@@ -110,6 +110,11 @@ _FIELDS = (
 def read_line(text: str, *, max_line: int = MAX_LINE) -> LogLine | BadLine:
     """Read one line (with or without its newline; a line without one is the last of its file,
     and is ``truncated`` when it does not parse). Never raises."""
+    if _fast is not None and len(text) <= max_line:
+        # (A line end is JSON whitespace, and text that is not UTF-8 does not decode.)
+        line = _fast(text)
+        if line is not None:
+            return line
     ended = text.endswith("\n")
     body = text[:-1] if ended else text
     if body.endswith("\r"):
@@ -121,10 +126,6 @@ def read_line(text: str, *, max_line: int = MAX_LINE) -> LogLine | BadLine:
             body.encode("utf-8")
         except UnicodeEncodeError as err:  # bytes decoded with surrogateescape
             return BadLine("not-utf8", "bytes that are not UTF-8", err.start + 1)
-    if _fast is not None:
-        line = _fast(body)
-        if line is not None:
-            return line
     try:
         obj = _decode(body)
     except RecursionError:
@@ -259,6 +260,7 @@ def _fast_reader() -> Any:
     decode_line = msgspec.json.Decoder(line_type).decode
     decode_value = msgspec.json.Decoder().decode
     decode_context = msgspec.json.Decoder(dict[str, Any]).decode
+    make = LogLine._make
 
     def fast(body: str) -> LogLine | None:
         try:
@@ -290,11 +292,11 @@ def _fast_reader() -> Any:
             plugin = item.get("plugin")
             if plugin is not None and plugin.__class__ is not str:
                 return None
-        return LogLine(
+        return make((
             r.ts, r.session, r.run, r.call_id, r.agent, r.tool, r.plugin, params, redacted,
             context, decision, denied, r.reason, r.policies or (), r.params_rewritten is True,
             r.policy_hash, approvals, r.error, params_text, context_text,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     return fast
 

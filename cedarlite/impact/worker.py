@@ -34,6 +34,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..hooks import Guard, MemorySessionStore
@@ -157,9 +158,10 @@ class Replayer:
         self._memo_chars = 0
         self._reads: ArgumentReads | None = None
         # normalized tool name -> the names of the arguments its policies read, sorted
-        # (_ALL: any), and the tests of each that is read only by string tests (else None);
-        # only tools of the catalog get here, so it is bounded by the catalog.
-        self._read_names: dict[str, tuple[tuple[str, ...], tuple[StringTests | None, ...]]] = {}
+        # (_ALL: any), and the positions among them of those read only by string tests, with
+        # their tests; only tools of the catalog get here, so it is bounded by the catalog.
+        self._read_names: dict[str, tuple[tuple[str, ...], tuple[tuple[int, StringTests], ...]]]
+        self._read_names = {}
         self._lock = threading.Lock()
 
     def guard(self, context_key: Any, context: dict[str, Any]) -> tuple[Guard | str, int]:
@@ -274,7 +276,7 @@ class Replayer:
         names = self._names(info.normalized)[0]
         if names is _ALL:
             return None
-        values = tuple([arguments.get(n, _ABSENT) for n in names])
+        values = tuple(map(arguments.get, names, repeat(_ABSENT)))
         classes = tuple(map(type, values))
         if not _KEYED.issuperset(classes):
             return None
@@ -292,21 +294,21 @@ class Replayer:
         :meth:`StringTests.key` (their classes stay in the key); ``None`` when the tool has no
         such argument."""
         number, tool, values, classes = read
-        tests = self._names(found[0].normalized)[1]
-        if not any(tests):
+        tested = self._names(found[0].normalized)[1]
+        if not tested:
             return None
-        keyed = tuple(
-            [
-                v if t is None or v.__class__ is not str else t.key(v)
-                for v, t in zip(values, tests, strict=True)
-            ]
-        )
+        keyed = list(values)
+        for i, tests in tested:
+            value = keyed[i]
+            if value.__class__ is str:
+                keyed[i] = tests.key(value)
         chars = sum([len(v) for v in keyed if v.__class__ is str])
-        return ("tests", number, tool, keyed, classes), 64 + len(tool) + chars
+        return ("tests", number, tool, tuple(keyed), classes), 64 + len(tool) + chars
 
-    def _names(self, tool: str) -> tuple[tuple[str, ...], tuple[StringTests | None, ...]]:
+    def _names(self, tool: str) -> tuple[tuple[str, ...], tuple[tuple[int, StringTests], ...]]:
         """The names of the arguments the policies of ``tool`` (normalized) read, sorted
-        (:data:`_ALL`: any), and the string tests of each read only by those (else None)."""
+        (:data:`_ALL`: any), and the positions of those read only by string tests among them,
+        with their tests."""
         found = self._read_names.get(tool)
         if found is None:
             reads = self.reads()
@@ -316,7 +318,7 @@ class Replayer:
             else:
                 names = tuple(sorted(read))
                 tests = reads.string_tests(tool)
-                found = (names, tuple([tests.get(n) for n in names]))
+                found = (names, tuple([(i, tests[n]) for i, n in enumerate(names) if n in tests]))
             self._read_names[tool] = found
         return found
 
@@ -484,6 +486,9 @@ class _Partition:
         self.spec = spec
         self.result = PartitionResult()
         self.tools: dict[str, str] = {}
+        # The result's two counters of every line, as plain dicts until the partition ends.
+        self.counts: dict[tuple[str, str, str], int] = {}
+        self.hashes: dict[str, int] = {}
 
     def tool_key(self, tool: str) -> str:
         key = self.tools.get(tool)
@@ -534,6 +539,8 @@ def replay_partition(lines: Iterable[tuple[str, str]], spec: ReplaySpec) -> list
                 result.internal_samples.append((index, f"{type(err).__name__}: {err}"))
         index += 1
     result.lines = index
+    result.counts.update(part.counts)
+    result.hashes.update(part.hashes)
     _freeze()
     return [result]
 
@@ -545,12 +552,14 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
     if isinstance(rec, BadLine):
         part.bad(index, rec)
         return
-    if (
-        rec.policy_hash is not None
-        and len(rec.policy_hash) <= 100
-        and (rec.policy_hash in result.hashes or len(result.hashes) < PARTITION_HASHES)
-    ):
-        result.hashes[rec.policy_hash] += 1
+    logged = rec.policy_hash
+    if logged is not None:
+        hashes = part.hashes
+        seen = hashes.get(logged)
+        if seen is not None:
+            hashes[logged] = seen + 1
+        elif len(logged) <= 100 and len(hashes) < PARTITION_HASHES:
+            hashes[logged] = 1
     tool = part.tool_key(rec.tool)
     old, outside = old_decision(rec)
     if old is None:
@@ -576,7 +585,8 @@ def _replay_line(part: _Partition, rep: Replayer, index: int, text: str) -> None
                 row.update(redacted=pointer, why=why)
                 result.undecidable_rows.append(row)
             return
-    result.counts[(tool, old, new.action)] += 1
+    key = (tool, old, new.action)
+    part.counts[key] = part.counts.get(key, 0) + 1
     if old == new.action:
         return
     params_text = _text(rec.params)
