@@ -432,6 +432,22 @@ def test_partitions_and_gzip_give_the_same_report(log: Path, tmp_path: Path) -> 
     ]
 
 
+def test_block_lines_are_the_lines_dask_reads() -> None:
+    import io
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from cedarlite.impact.driver import _BlockLines
+
+    @given(st.binary(max_size=60) | st.text("a\n\r\u2028", max_size=20).map(str.encode))
+    def check(block: bytes) -> None:
+        text = block.decode("utf-8", "surrogateescape")
+        assert list(_BlockLines(block)) == list(io.StringIO(text, newline="\n"))
+
+    check()
+
+
 def test_a_corrupt_compressed_file_is_reported_not_fatal(log: Path, tmp_path: Path) -> None:
     gz = tmp_path / "cut.jsonl.gz"
     data = gzip.compress(log.read_bytes())

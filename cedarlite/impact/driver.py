@@ -2,7 +2,7 @@
 
 :func:`replay` validates everything a worker would otherwise fail on (the log paths, the
 configuration, the tool list, the rules) before Dask starts, builds one ``dask.bag`` of lines
-per log file (``read_text`` in blocks for plain files; one streamed partition per compressed
+per log file (blocks of lines for plain files; one streamed partition per compressed
 file, whose lines are read as they are replayed), maps :func:`~cedarlite.impact.worker.
 replay_partition` over the partitions, and merges their results in partition order with at
 most a few partitions in flight, so the driver holds a bounded number of results and streams
@@ -271,6 +271,24 @@ def _tools_from_log(
 # Partitions
 
 
+class _BlockLines:
+    """The lines of a block of a plain log file (``dask.bytes.read_bytes`` ends every block
+    but the file's last at a line end): decoded once, each line cut from the text as it is
+    iterated. (``dask.bag.read_text`` splits a block through ``io.StringIO``: 3.2 to 4.0 µs a
+    line of the benchmark's log, against 0.6 to 0.9 here.)"""
+
+    def __init__(self, block: bytes) -> None:
+        self.block = block
+
+    def __iter__(self) -> Iterator[str]:
+        text = self.block.decode("utf-8", "surrogateescape")
+        find, start, size = text.find, 0, len(text)
+        while start < size:
+            end = find("\n", start) + 1 or size
+            yield text[start:end]
+            start = end
+
+
 class _LineStream:
     """The lines of a compressed log file, read as they are iterated (a picklable, lazy
     ``dask.bag`` partition: the file is never held in memory)."""
@@ -290,6 +308,7 @@ def _partitions(
     *args)``; and each task's file."""
     import dask.bag as db
     from dask import delayed
+    from dask.bytes import read_bytes
     from fsspec.core import open_files
     from fsspec.utils import infer_compression
 
@@ -313,10 +332,8 @@ def _partitions(
                 )  # fmt: skip
                 lines = db.from_delayed([delayed(_LineStream)(open_file)])
             else:
-                lines = db.read_text(
-                    path, blocksize=blocksize, linedelimiter="\n", encoding="utf-8",
-                    errors="surrogateescape",
-                )  # fmt: skip
+                _, (blocks,) = read_bytes(path, delimiter=b"\n", blocksize=blocksize, sample=False)
+                lines = db.from_delayed([delayed(_BlockLines)(block) for block in blocks])
         except (OSError, ValueError) as err:  # gone since, or a compression without its library
             raise ReplayError(f"cannot read the decision log `{path}`: {err}") from None
         part_tasks = lines.map_partitions(_call, fn, path, *args).to_delayed()
