@@ -1048,6 +1048,29 @@ def test_memoized_decisions_are_the_guards(tmp_path: Path) -> None:
     assert [c[2][1]["command"] for c in decided] == ["git diff a.py", "git diff --output=x"]
 
 
+def test_tools_whose_calls_never_repeat_stop_getting_exact_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cedarlite.impact import worker
+    from cedarlite.impact.worker import New, Replayer, ReplaySpec, memo_text
+
+    monkeypatch.setattr(worker, "EXACT_TRIAL", 40)
+    replayer = Replayer(ReplaySpec(CONFIG, TOOLS, RULES))
+    context = {"agentId": "main"}
+    guard, number = replayer.guard(memo_text(None, context), context)
+    assert isinstance(guard, Guard)
+    calls = [("exec", {"command": "ls", "extra": str(i)}) for i in range(100)]  # never again
+    calls += [("Exec", {"command": "ls"})] * 100  # the same call over and over
+    for name, params in calls:
+        out = guard.before_tool_call(name, params)
+        got = replayer.decide(guard, number, name, params, memo_text(None, params))
+        assert got == New(out.action, out.denied_reason, out.policies, out.reason)
+    exact = [key for key in replayer._memo if len(key) == 3]
+    assert sum(1 for key in exact if key[1] == "exec") == 40
+    assert sum(1 for key in exact if key[1] == "Exec") == 1
+    assert replayer._exact_use == {"exec": [40, 0], "Exec": [1, 99]}
+
+
 def test_guard_cedar_arguments() -> None:
     guard = Guard(CONFIG, TOOLS, {"agentId": "main"}, rules=RULES)
     assert guard.cedar_arguments("frobnicate", {}) is None  # not offered

@@ -261,6 +261,9 @@ def _fast_reader() -> Any:
     decode_value = msgspec.json.Decoder().decode
     decode_context = msgspec.json.Decoder(dict[str, Any]).decode
     make = LogLine._make
+    # A log has few run contexts, each on many lines: the last ones decoded, by their text.
+    # INVARIANT: nothing changes a line's context (lines of one context share the dict).
+    contexts: dict[bytes, dict[str, Any]] = {}
 
     def fast(body: str) -> LogLine | None:
         try:
@@ -270,7 +273,13 @@ def _fast_reader() -> Any:
                 return None
             params_text, context_text = bytes(raw), bytes(r.context)
             params = decode_value(params_text)
-            context = decode_context(context_text)
+            context = contexts.get(context_text)
+            if context is None:
+                context = decode_context(context_text)
+                if len(context_text) <= 4096:
+                    if len(contexts) >= 256:
+                        contexts.clear()
+                    contexts[context_text] = context
         except Exception:  # not a readable line: the standard path says why
             return None
         decision, denied = r.decision, r.denied_reason

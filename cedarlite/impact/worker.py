@@ -58,6 +58,13 @@ MEMO_SIZE = 100_000
 MEMO_CHARS = 16 * 1024 * 1024
 MEMO_TEXT = 4096
 GUARDS = 256
+#: A tool's calls stop being memoized as logged (exact entries) once :data:`EXACT_TRIAL` of
+#: them were kept and fewer than one in :data:`EXACT_RATIO` was found again: calls whose
+#: params always differ (a file's content, a search query) only churn the memo. Tool names
+#: followed per worker process: :data:`EXACT_TOOLS` (the others keep exact entries).
+EXACT_TRIAL = 2000
+EXACT_RATIO = 20
+EXACT_TOOLS = 1000
 #: Text from the log kept in a report (examples, messages) is cut to this many characters.
 SHOWN = 300
 #: Distinct tool names counted per partition (a hostile log could name millions); the rest
@@ -156,6 +163,8 @@ class Replayer:
         self._memo: dict[tuple[Any, ...], tuple[New, int]] = {}
         self._old: dict[tuple[Any, ...], tuple[New, int]] = {}
         self._memo_chars = 0
+        # tool name as logged -> [exact entries kept, exact entries found]
+        self._exact_use: dict[str, list[int]] = {}
         self._reads: ArgumentReads | None = None
         # normalized tool name -> the names of the arguments its policies read, sorted
         # (_ALL: any), and the positions among them of those read only by string tests, with
@@ -211,13 +220,22 @@ class Replayer:
         in arguments no policy reads costs the conversion of its arguments, which a call not
         seen before then reuses); and, for a read key not seen before, by the tests its string
         values pass (:meth:`tested_key`: a new command that passes the tests of one seen
-        before costs those tests)."""
+        before costs those tests). Exact entries are kept only for tools whose calls repeat
+        (see :data:`EXACT_TRIAL`)."""
         if number < 0:
             return _decision(guard, tool, params, None)
-        exact = None if text is None else (number, tool, text)
-        if exact is not None:
+        use = self._exact_use.get(tool)
+        if use is None and len(self._exact_use) < EXACT_TOOLS:
+            use = self._exact_use[tool] = [0, 0]
+        exact = None
+        if text is not None and (
+            use is None or use[0] < EXACT_TRIAL or use[1] * EXACT_RATIO >= use[0]
+        ):
+            exact = (number, tool, text)
             new = self._get(exact)
             if new is not None:
+                if use is not None:
+                    use[1] += 1
                 return new
         found = guard.cedar_arguments(tool, params)
         read = self.read_key(number, tool, found)
@@ -233,6 +251,8 @@ class Replayer:
                 self._remember(read[0], new, read[1])
         if exact is not None:
             self._remember(exact, new, 64 + len(tool) + len(text))
+            if use is not None:
+                use[0] += 1
         return new
 
     def _get(self, key: tuple[Any, ...]) -> New | None:
