@@ -666,8 +666,8 @@ class _Gen:
             middles
         ):  # (like_segments makes none empty)
             checks.append(f"_has_any({v}, {self.const(substring_index(middles))})")
-        elif middles:
-            checks.append(f"any(map({v}.__contains__, {self.const(tuple(middles))}))")
+        elif middles:  # (`in` tests: `any(map(v.__contains__, ...))` takes three times as long)
+            checks += [f"({self.literal(m)} in {v})" for m in middles]
         checks += [self._segments_test(v, segments) for segments in general]
         other = f"_like_s({v}, {self.const(first_like)})" if first_like is not None else "False"
         return f"(({' or '.join(checks)}) if {assign}.__class__ is str else {other})"
