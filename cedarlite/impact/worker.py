@@ -54,8 +54,8 @@ if TYPE_CHECKING:
 #: is memoized by the arguments its policies read alone, its run context's guard is not kept);
 #: guards kept per worker process (the oldest run contexts are dropped). Every cache is bounded
 #: in entries and size.
-MEMO_SIZE = 100_000
-MEMO_CHARS = 16 * 1024 * 1024
+MEMO_SIZE = 25_000
+MEMO_CHARS = 8 * 1024 * 1024
 MEMO_TEXT = 4096
 GUARDS = 256
 #: A tool's calls stop being memoized as logged (exact entries) once :data:`EXACT_TRIAL` of
