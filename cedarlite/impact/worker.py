@@ -214,14 +214,13 @@ class Replayer:
 
     def decide(self, guard: Guard, number: int, tool: str, params: Any, text: Any) -> New:
         """The new decision of a call of the guard named ``number`` (``-1``: not kept, not
-        memoized), memoized three times: by the call as logged (``(number, tool, text)``, with
+        memoized), memoized twice: by the call as logged (``(number, tool, text)``, with
         ``text`` the JSON text of its params, see :func:`memo_text`: a repeated call costs a
-        lookup); by what its answer depends on (:meth:`read_key`: a call that differs only
-        in arguments no policy reads costs the conversion of its arguments, which a call not
-        seen before then reuses); and, for a read key not seen before, by the tests its string
-        values pass (:meth:`tested_key`: a new command that passes the tests of one seen
-        before costs those tests). Exact entries are kept only for tools whose calls repeat
-        (see :data:`EXACT_TRIAL`)."""
+        lookup), and by what its answer depends on (:meth:`read_key`: a call that differs only
+        in arguments no policy reads, or in strings that pass the same tests, costs the
+        conversion of its arguments and those tests, which a call not seen before then
+        reuses). Exact entries are kept only for tools whose calls repeat (see
+        :data:`EXACT_TRIAL`)."""
         if number < 0:
             return _decision(guard, tool, params, None)
         use = self._exact_use.get(tool)
@@ -241,12 +240,7 @@ class Replayer:
         read = self.read_key(number, tool, found)
         new = None if read is None else self._get(read[0])
         if new is None:
-            tested = None if read is None or found is None else self.tested_key(read[0], found)
-            new = None if tested is None else self._get(tested[0])
-            if new is None:
-                new = _decision(guard, tool, params, found)
-                if tested is not None:
-                    self._remember(tested[0], new, tested[1])
+            new = _decision(guard, tool, params, found)
             if read is not None:
                 self._remember(read[0], new, read[1])
         if exact is not None:
@@ -287,43 +281,32 @@ class Replayer:
         else); ``(number, tool, values, classes)`` of the arguments the tool's policies read
         (:meth:`ArgumentReads.attributes`), when those are all strings, integers or booleans
         (``_ABSENT`` when missing: ``has`` can tell) and of at most :data:`MEMO_TEXT`
-        characters; else ``None``."""
+        characters; else ``None``. A string read only by ``like`` and equality tests
+        (:meth:`ArgumentReads.string_tests`) is in ``values`` as the set of tests it passes
+        (:meth:`StringTests.key`; ``classes`` keeps it a string)."""
         if found is None:
             return (number, tool), 64 + len(tool)
         info, arguments = found
         if arguments is None:
             return None
-        names = self._names(info.normalized)[0]
+        names, tested = self._names(info.normalized)
         if names is _ALL:
             return None
         values = tuple(map(arguments.get, names, repeat(_ABSENT)))
         classes = tuple(map(type, values))
         if not _KEYED.issuperset(classes):
             return None
+        if tested:
+            keyed = list(values)
+            for i, tests in tested:
+                value = keyed[i]
+                if value.__class__ is str:  # (any length: the key holds a number)
+                    keyed[i] = tests.key(value)
+            values = tuple(keyed)
         chars = sum([len(v) for v in values if v.__class__ is str])
         if chars > MEMO_TEXT:
             return None
         return (number, tool, values, classes), 64 + len(tool) + chars
-
-    def tested_key(
-        self, read: tuple[Any, ...], found: tuple[ToolInfo, Record | None]
-    ) -> tuple[tuple[Any, ...], int] | None:
-        """The memo key of an offered tool's call by the tests its string arguments pass,
-        given its :meth:`read_key` ``read`` and :meth:`Guard.cedar_arguments` ``found``: the
-        values of the arguments read only by string tests replaced by
-        :meth:`StringTests.key` (their classes stay in the key); ``None`` when the tool has no
-        such argument."""
-        number, tool, values, classes = read
-        tested = self._names(found[0].normalized)[1]
-        if not tested:
-            return None
-        keyed = list(values)
-        for i, tests in tested:
-            value = keyed[i]
-            if value.__class__ is str:
-                keyed[i] = tests.key(value)
-        chars = sum([len(v) for v in keyed if v.__class__ is str])
-        return ("tests", number, tool, tuple(keyed), classes), 64 + len(tool) + chars
 
     def _names(self, tool: str) -> tuple[tuple[str, ...], tuple[tuple[int, StringTests], ...]]:
         """The names of the arguments the policies of ``tool`` (normalized) read, sorted
