@@ -13,10 +13,12 @@ replayed guards have no decision log, hooks, approver or session: a call is deci
 a session key (so loop detection and remembered approvals never apply) and an ``ask`` stays
 ``ask``. With those off a guard's answer is a pure function of (run context, tool, params),
 and of less: a tool the run does not offer is blocked whatever its params, and an offered
-tool's valid arguments are decided by the values its policies read (``exec``'s rules read
-``command`` alone: its ``workdir``, or a GitHub tool's title, never change an answer). So
-answers are memoized per worker process by (run context, tool, what decides), exactly
-(:meth:`Replayer.decide`; a property test holds memoized answers equal to a guard's).
+tool's valid arguments are decided by the values its policies read (a GitHub tool's title
+never changes an answer), and of a string that they read only through ``like`` and equality
+tests, by the tests it passes (:mod:`~cedarlite.impact.strings`: ``git diff a.py`` and ``git
+diff b.py`` are one decision). So answers are memoized per worker process by (run context,
+tool, what decides), exactly (:meth:`Replayer.decide`; a property test holds memoized answers
+equal to a guard's).
 
 Memo and guard keys are cheap and exact (:func:`memo_text`): the JSON texts of the params
 and of the run context as the line wrote them (the fast reader keeps them; the standard
