@@ -45,7 +45,7 @@ OUTCOMES = 4096
 satisfied, without errors): a decision whose outcome was seen before returns the same
 immutable :class:`~cedarlite.Response` instead of building one."""
 
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 """Version of the pickled state; bumped whenever the compiled representation changes."""
 
 
