@@ -63,7 +63,8 @@ GUARDS = 256
 #: A tool's calls stop being memoized as logged (exact entries) once :data:`EXACT_TRIAL` of
 #: them were kept and fewer than one in :data:`EXACT_RATIO` was found again: calls whose
 #: params always differ (a file's content, a search query) only churn the memo. Tool names
-#: followed per worker process: :data:`EXACT_TOOLS` (the others keep exact entries).
+#: followed per worker process: :data:`EXACT_TOOLS`, of at most :data:`TOOL_CHARS` characters
+#: (the others keep exact entries).
 EXACT_TRIAL = 2000
 EXACT_RATIO = 20
 EXACT_TOOLS = 1000
@@ -226,7 +227,7 @@ class Replayer:
         if number < 0:
             return _decision(guard, tool, params, None)
         use = self._exact_use.get(tool)
-        if use is None and len(self._exact_use) < EXACT_TOOLS:
+        if use is None and len(tool) <= TOOL_CHARS and len(self._exact_use) < EXACT_TOOLS:
             use = self._exact_use[tool] = [0, 0]
         exact = None
         if text is not None and (
