@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cedarlite import CedarliteError
-from cedarlite.tools import EmptyAllowlistError, resolve_tools
+from cedarlite.tools import EmptyAllowlistError, ToolPolicy, resolve_tools
 
 # The spec's 58 conformance cases (vendored from the project's spec material).
 CASES_FILE = Path(__file__).resolve().parent / "data" / "openclaw-cases.json"
@@ -33,6 +33,26 @@ def test_there_are_58_cases() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_conformance_case(case: dict[str, Any]) -> None:
     assert run(case["config"], case["tools"], case["context"]) == case["expect"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_removal_entries_are_those_of_the_full_trace(case: dict[str, Any]) -> None:
+    """`removal_entries` (what the guard's "removed by tools.deny: ..." names) traces only the
+    step that removed a tool: the same entries as the full trace of `explain`."""
+    policy = ToolPolicy(case["config"], case["tools"], strict=False)
+    resolution = policy.resolve(case["context"])
+    run = resolution.context
+    named = 0
+    for decision in resolution.decisions:
+        expected: tuple[Any, ...] = ()
+        if not decision.allowed and decision.tool.registered:
+            steps = policy._trace(decision.tool, run, decision)
+            matched = (s.deny_matches for s in steps if s.removed_as == decision.removed_by)
+            expected = next((m for m in matched if m), ())
+        assert policy.removal_entries(decision, run) == expected
+        named += bool(expected)
+    if any("deny" in str(d.removed_by) for d in resolution.decisions):
+        assert named
 
 
 def test_the_guard_error_is_a_cedarlite_error_whose_str_is_the_message() -> None:

@@ -209,6 +209,26 @@ def test_explain_names_the_matching_entries() -> None:
     assert "  tools.profile (coding): kept; allow entry `web_search` matches\n" in str(trace)
 
 
+def test_removal_entries_are_every_entry_of_the_layer_that_removed_the_tool() -> None:
+    config = {
+        "tools": {"deny": ["group:web", "web_*", "exec"]},
+        "agents": {"list": [{"id": "coder", "tools": {"deny": ["web_search", "read"]}}]},
+    }
+    policy = ToolPolicy(config, TOOLS)
+    resolution = policy.resolve({"agentId": "coder"})
+    entries = {
+        d.tool.name: policy.removal_entries(d, resolution.context) for d in resolution.decisions
+    }
+    # web_search: both global entries (the agent's deny, a later step, is not the remover);
+    # read: the agent's deny alone; browser: kept.
+    assert entries == {
+        "read": ("read",),
+        "exec": ("exec",),
+        "web_search": ("group:web", "web_*"),
+        "browser": (),
+    }
+
+
 def test_explain_a_single_tool_and_an_allowed_one() -> None:
     trace = explain({"tools": {"allow": ["read"]}}, {"name": "read"}, {})
     assert trace.allowed and trace.removed_by is None

@@ -8,6 +8,7 @@ import pytest
 
 import cedarlite
 from cedarlite._jsonloc import json_span
+from cedarlite.hooks import Guard
 from cedarlite.tools import ToolPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +37,19 @@ def test_rule_files_load_validated_and_merged() -> None:
         "exec.dangerous",
         "exec.no-secrets",
     )
+
+
+def test_rules_validated_for_a_catalog_are_not_validated_again_for_it() -> None:
+    """(A replay's workers get rules the driver validated against the same catalog.)"""
+    policy = ToolPolicy({}, TOOLS)
+    rules = policy.load_rules(SHIPPED)
+    assert ToolPolicy({"tools": {"deny": ["write"]}}, TOOLS).load_rules(rules) is rules
+    guard = Guard({}, TOOLS, {}, rules=rules)
+    assert guard.before_tool_call("exec", {"command": "rm -rf /"}).action == "block"
+    # Another catalog (exec's command typed as a number) validates them again, and refuses.
+    other = [{"name": "exec", "parameters": {"properties": {"command": {"type": "integer"}}}}]
+    with pytest.raises(cedarlite.ValidationError):
+        ToolPolicy({}, other).load_rules(rules)
 
 
 def test_a_rule_that_would_be_skipped_at_run_time_refuses_to_load(tmp_path: Path) -> None:

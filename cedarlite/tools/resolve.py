@@ -16,7 +16,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any
@@ -476,14 +476,11 @@ class ToolPolicy:
             return (StepTrace(static[info.dropped or ""], "removed"),)
         for label in (LAYER_OPTIONAL, LAYER_COLLISION, LAYER_OWNER):
             out.append(self._layer_trace(label, by_layer.get(label, []), reasons, ids))
-        request = Request(run.principal, info.action, info.resource, run.record())
-        ev = Evaluator(request, self.entities)
-        for number in range(1, 10):
-            steps = [s for s in plan.steps if s.variant.step == number and self.applies(s, run)]
-            if not steps:
+        ev = self._evaluator(info, run)
+        for number, step in self._steps(run):
+            if step is None:
                 out.append(StepTrace(STEP_LABELS[number].format(agent=run.agent), "skipped"))
                 continue
-            step = steps[0]
             fired = [p for p in step.policy_ids if p in reasons]
             decided = min((plan.layers[p] for p in fired), default=None)
             out.append(
@@ -508,12 +505,34 @@ class ToolPolicy:
         """The configured deny entries that removed a tool (``github__delete_*`` of
         ``tools.deny``), from the layer that removed it; ``()`` when no deny entry did (a
         profile or an allowlist that lacks the tool, a default list, a registration rule)."""
-        if decision.allowed or not decision.tool.registered:
+        if decision.allowed or not decision.tool.registered or decision.response is None:
             return ()
-        for step in self._trace(decision.tool, run, decision):
-            if step.removed_as == decision.removed_by and step.deny_matches:
-                return step.deny_matches
+        # What `_trace` finds, without tracing the steps that did not remove the tool: the
+        # first step whose fired policies' first layer removed it and whose deny entries match.
+        layers, reasons = self.policies.plan.layers, set(decision.response.reasons)
+        ev = None
+        for _, step in self._steps(run):
+            fired = [layers[p] for p in step.policy_ids if p in reasons] if step else None
+            if step and fired and min(fired)[1] == decision.removed_by:
+                ev = ev or self._evaluator(decision.tool, run)
+                found = tuple(e for e, expr in step.deny_entries if ev.evaluate(expr) is True)
+                if found:
+                    return found
         return ()
+
+    def _steps(self, run: RunContext) -> Iterator[tuple[int, CompiledStep | None]]:
+        """Each step number (1 to 9) of the plan, with the variant that applies to ``run``
+        (the first), or ``None``."""
+        steps = self.policies.plan.steps
+        for number in range(1, 10):
+            yield number, next(
+                (s for s in steps if s.variant.step == number and self.applies(s, run)), None
+            )
+
+    def _evaluator(self, info: ToolInfo, run: RunContext) -> Evaluator:
+        """An evaluator of the entry conditions of ``info`` in ``run``."""
+        request = Request(run.principal, info.action, info.resource, run.record())
+        return Evaluator(request, self.entities)
 
     @staticmethod
     def _layer_trace(
@@ -606,8 +625,11 @@ class ToolPolicy:
         ``str()`` renders every issue with ``file:line:column`` and a caret (Cedar skips a
         policy that errors at run time, so a forbid naming a missing attribute would otherwise
         never fire). ``validate=False`` skips the check. The result can be passed as
-        ``authorize_call(..., rules=...)``.
+        ``authorize_call(..., rules=...)``, and is returned as it is when loaded again for a
+        catalog with the same fingerprint (validated once).
         """
+        if isinstance(rules, RuleSet) and rules.checked == self.catalog.fingerprint:
+            return rules
         if isinstance(rules, PolicySet):
             sets = [rules]
         elif isinstance(rules, str):
