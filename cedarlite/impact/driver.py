@@ -124,13 +124,21 @@ def replay(
         else:
             catalog, tool_list = "given", given
         policy = ToolPolicy(config_value, tool_list, strict=strict)
-        canonical = ""
+        canonical = checked = ""
         if rule_text:
             policy.load_rules(rule_source, validate=strict)  # errors name the files
+            checked = policy.catalog.fingerprint if strict else ""
             # The canonical text a guard hashes (of the one text the workers get).
             canonical = PolicySet(list(PolicySet.from_str(rule_text).active)).to_cedar()
         spec = ReplaySpec(
-            config_value, tool_list, rule_text, strict, examples, out is not None, max_line
+            config_value,
+            tool_list,
+            rule_text,
+            strict,
+            examples,
+            out is not None,
+            max_line,
+            checked,
         )
         notes = NOTES + tuple(f"configuration: {w}" for w in policy.warnings)
         builder = ReportBuilder(tuple(files), examples)
@@ -394,6 +402,8 @@ class _Runner:
         pool = concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=get_context(), initializer=own_process
         )
+        for _ in range(workers):  # the processes start now, while the driver checks the rules
+            pool.submit(_warm_up)
         threads = concurrent.futures.ThreadPoolExecutor(2 * workers)
 
         def submit(task: Any) -> Any:
@@ -463,6 +473,13 @@ class _Runner:
             if nxt is not None:
                 pending.append((self._submit(nxt[0]), nxt[1]))
             yield result
+
+
+def _warm_up() -> None:
+    """The first task of a process of the local scheduler's pool: the imports its partitions
+    need (Dask's task runner and block reader), made while the driver validates the rules."""
+    import dask.bytes.core
+    import dask.multiprocessing  # noqa: F401
 
 
 def _failed(path: str, err: BaseException) -> PartitionResult:

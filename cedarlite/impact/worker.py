@@ -41,7 +41,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..hooks import Guard, MemorySessionStore
 from ..hooks.decision_log import policy_hash
+from ..policyset import PolicySet
 from ..tools.names import norm
+from ..tools.resolve import RuleSet
 from .logline import MAX_LINE, BadLine, LogLine, read_line
 from .reads import ArgumentReads
 from .strings import StringTests
@@ -87,9 +89,11 @@ _dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 @dataclass(frozen=True)
 class ReplaySpec:
     """Everything a partition needs, picklable: the new ``config`` and ``tools`` (JSON
-    values), ``rules`` (Cedar text, already validated by the driver), ``strict``, the number
-    of ``examples`` kept per transition, whether to collect ``rows`` for output files, and the
-    line size limit. ``digest`` identifies the policy (worker processes cache guards by it)."""
+    values), ``rules`` (Cedar text), ``strict``, the number of ``examples`` kept per
+    transition, whether to collect ``rows`` for output files, and the line size limit.
+    ``checked``: the fingerprint of the tool catalog the driver validated ``rules`` against
+    (``""``: not validated); a worker whose catalog has that fingerprint does not validate
+    them again. ``digest`` identifies the policy (worker processes cache guards by it)."""
 
     config: Any
     tools: list[Any]
@@ -98,6 +102,7 @@ class ReplaySpec:
     examples: int = 3
     rows: bool = False
     max_line: int = MAX_LINE
+    checked: str = ""
     digest: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -197,11 +202,15 @@ class Replayer:
         spec = self.spec
         try:
             if self._base is None:
+                rules: RuleSet | str | None = spec.rules or None
+                if spec.rules and spec.checked:  # validated by the driver (`load_rules`
+                    # checks that this guard's catalog is the one they were validated against)
+                    rules = RuleSet.of(PolicySet.from_str(spec.rules, "<rules>"), spec.checked)
                 guard = Guard(
                     spec.config,
                     spec.tools,
                     context,
-                    rules=spec.rules or None,
+                    rules=rules,
                     strict=spec.strict,
                     session_store=MemorySessionStore(),
                 )
