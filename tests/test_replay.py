@@ -554,7 +554,7 @@ def test_the_report_hash_is_the_guards(log: Path) -> None:
     assert report.policy_hash == guard.policy_hash
 
 
-def test_inputs_are_checked_before_dask_starts(log: Path, tmp_path: Path) -> None:
+def test_bad_inputs_raise_before_any_result(log: Path, tmp_path: Path) -> None:
     from cedarlite.tools import ConfigError, RulesError
 
     with pytest.raises(ReplayError, match="no decision log matches"):
@@ -568,6 +568,11 @@ def test_inputs_are_checked_before_dask_starts(log: Path, tmp_path: Path) -> Non
                           'when { resource.comand == "x" };')  # fmt: skip
     with pytest.raises(ReplayError, match="workers"):
         replay(log, CONFIG, workers=0)
+    # The rules are validated while the local processes start on the log: nothing is written.
+    with pytest.raises(RulesError):
+        replay(log, CONFIG, 'forbid (principal, action, resource) when { context.nope };',
+               tools=TOOLS, workers=1, out=tmp_path / "out")  # fmt: skip
+    assert not (tmp_path / "out").exists()
 
 
 def test_without_dask_a_clear_message(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
@@ -1100,6 +1105,40 @@ def test_guard_decide_arguments_is_before_tool_call(tmp_path: Path) -> None:
     # With a decision log the call goes through before_tool_call: it is logged.
     assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 2 * len(calls)
     logged.close()
+
+
+def test_block_spans_read_every_line_once(tmp_path: Path) -> None:
+    import io
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from cedarlite.impact.driver import _BlockLines, _read_block, block_spans
+
+    path = tmp_path / "log.jsonl"
+
+    @given(
+        st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+        st.booleans(),
+        st.integers(1, 40),
+        st.integers(1, 4),
+    )
+    def check(lines: list[bytes], ended: bool, blocksize: int, workers: int) -> None:
+        data = b"\n".join(lines) + (b"\n" if ended and lines else b"")
+        path.write_bytes(data)
+        spans = block_spans(len(data), blocksize, workers * blocksize)
+        assert [o for o, _ in spans] == sorted({o for o, _ in spans})
+        assert sum(n for _, n in spans) == len(data)
+        assert all(n <= blocksize for _, n in spans)
+        read = [line for s in spans for line in _BlockLines(_read_block(str(path), *s))]
+        text = data.decode("utf-8", "surrogateescape")
+        assert read == list(io.StringIO(text, newline="\n"))
+
+    check()
+    # The last `workers * blocksize` bytes in quarter blocks.
+    mib = 1024 * 1024
+    spans = block_spans(100 * mib, 16 * mib, 32 * mib)
+    assert [n // mib for _, n in spans] == [16] * 4 + [4] * 9
 
 
 def test_the_default_block_size_balances_the_workers(tmp_path: Path) -> None:

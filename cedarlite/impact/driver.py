@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -124,12 +125,10 @@ def replay(
         else:
             catalog, tool_list = "given", given
         policy = ToolPolicy(config_value, tool_list, strict=strict)
-        canonical = checked = ""
-        if rule_text:
-            policy.load_rules(rule_source, validate=strict)  # errors name the files
-            checked = policy.catalog.fingerprint if strict else ""
-            # The canonical text a guard hashes (of the one text the workers get).
-            canonical = PolicySet(list(PolicySet.from_str(rule_text).active)).to_cedar()
+        # The workers take the rules as validated against this catalog (`checked`: they do
+        # not validate them again) and start on the log while they are validated here: no
+        # result is used unless they pass.
+        checked = policy.catalog.fingerprint if strict and rule_text else ""
         spec = ReplaySpec(
             config_value,
             tool_list,
@@ -140,11 +139,17 @@ def replay(
             max_line,
             checked,
         )
+        tasks, names = _partitions(files, blocksize, runner.workers, replay_partition, spec)
+        results = runner.run(tasks, names)  # the first partitions start now
+        canonical = ""
+        if rule_text:
+            policy.load_rules(rule_source, validate=strict)  # errors name the files
+            # The canonical text a guard hashes (of the one text the workers get).
+            canonical = PolicySet(list(PolicySet.from_str(rule_text).active)).to_cedar()
         notes = NOTES + tuple(f"configuration: {w}" for w in policy.warnings)
         builder = ReportBuilder(tuple(files), examples)
         with _Outputs.open(out) as outputs:
-            tasks, names = _partitions(files, blocksize, replay_partition, spec)
-            for done, result in enumerate(runner.run(tasks, names), 1):
+            for done, result in enumerate(results, 1):
                 path, first = builder.line_base(result)
                 outputs.write(result, path, first)
                 builder.add(result)
@@ -261,7 +266,7 @@ def _tools_from_log(
     runner: _Runner, files: list[str], blocksize: int, max_line: int, progress: Progress | None
 ) -> list[dict[str, Any]]:
     """The pre-pass: the tools the logged runs had, sorted (a deterministic catalog)."""
-    tasks, names = _partitions(files, blocksize, seen_tools, max_line)
+    tasks, names = _partitions(files, blocksize, runner.workers, seen_tools, max_line)
     found: set[tuple[str, str | None]] = set()
     for i, result in enumerate(runner.run(tasks, names, kind=set)):
         found |= result
@@ -309,14 +314,32 @@ class _LineStream:
             yield from f
 
 
+def block_spans(size: int, blocksize: int, tail: int) -> list[tuple[int, int]]:
+    """``(offset, length)`` of the blocks of a plain file of ``size`` bytes: ``blocksize``
+    each, but its last ``tail`` bytes or more (``workers * blocksize``) in blocks of a quarter,
+    so that the workers' last partitions end close together. A block read from ``offset``
+    starts after the first line end at or after it and ends at the first line end at or after
+    ``offset + length`` (:func:`fsspec.utils.read_block`): every line is in one block."""
+    head = max(0, size - tail) // blocksize * blocksize
+    starts = [*range(0, min(head, size), blocksize), *range(head, size, max(1, blocksize // 4))]
+    ends = [*starts[1:], size] if starts else []
+    return [(start, end - start) for start, end in zip(starts, ends, strict=True)]
+
+
+def _read_block(path: str, offset: int, length: int) -> bytes:
+    from fsspec.utils import read_block
+
+    with open(path, "rb") as f:
+        return read_block(f, offset, length, delimiter=b"\n")
+
+
 def _partitions(
-    files: Sequence[str], blocksize: int, fn: Callable[..., Any], *args: Any
+    files: Sequence[str], blocksize: int, workers: int, fn: Callable[..., Any], *args: Any
 ) -> tuple[list[Any], list[str]]:
     """One Dask task per partition of each file's bag of lines, mapped with ``fn(lines, path,
     *args)``; and each task's file."""
     import dask.bag as db
     from dask import delayed
-    from dask.bytes import read_bytes
     from fsspec.core import open_files
     from fsspec.utils import infer_compression
 
@@ -340,8 +363,9 @@ def _partitions(
                 )  # fmt: skip
                 lines = db.from_delayed([delayed(_LineStream)(open_file)])
             else:
-                _, (blocks,) = read_bytes(path, delimiter=b"\n", blocksize=blocksize, sample=False)
-                lines = db.from_delayed([delayed(_BlockLines)(block) for block in blocks])
+                spans = block_spans(os.path.getsize(path), blocksize, workers * blocksize)
+                read = delayed(_read_block)
+                lines = db.from_delayed([delayed(_BlockLines)(read(path, *s)) for s in spans])
         except (OSError, ValueError) as err:  # gone since, or a compression without its library
             raise ReplayError(f"cannot read the decision log `{path}`: {err}") from None
         part_tasks = lines.map_partitions(_call, fn, path, *args).to_delayed()
@@ -402,7 +426,7 @@ class _Runner:
         pool = concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=get_context(), initializer=own_process
         )
-        for _ in range(workers):  # the processes start now, while the driver checks the rules
+        for _ in range(workers):  # the processes start now, while the driver reads the inputs
             pool.submit(_warm_up)
         threads = concurrent.futures.ThreadPoolExecutor(2 * workers)
 
@@ -455,14 +479,16 @@ class _Runner:
     def run(
         self, tasks: list[Any], names: list[str], kind: type = PartitionResult
     ) -> Iterator[Any]:
-        """The results of ``tasks``, in order. A task that fails (its data cannot be read at
-        all) yields an empty result with the error, never stops the replay."""
-        pending: deque[tuple[Any, str]] = deque()
+        """The results of ``tasks``, in order; the first ``2 * workers`` are submitted now,
+        each of the others when a result is taken. A task that fails (its data cannot be read
+        at all) yields an empty result with the error, never stops the replay."""
         ahead = iter(zip(tasks, names, strict=True))
-        for task, name in ahead:
-            pending.append((self._submit(task), name))
-            if len(pending) >= 2 * self.workers:
-                break
+        pending = deque((self._submit(t), n) for t, n in islice(ahead, 2 * self.workers))
+        return self._results(pending, ahead, kind)
+
+    def _results(
+        self, pending: deque[tuple[Any, str]], ahead: Iterator[tuple[Any, str]], kind: type
+    ) -> Iterator[Any]:
         while pending:
             future, name = pending.popleft()
             try:
@@ -477,7 +503,7 @@ class _Runner:
 
 def _warm_up() -> None:
     """The first task of a process of the local scheduler's pool: the imports its partitions
-    need (Dask's task runner and block reader), made while the driver validates the rules."""
+    need (Dask's task runner and block reader), made while the driver reads its inputs."""
     import dask.bytes.core
     import dask.multiprocessing  # noqa: F401
 

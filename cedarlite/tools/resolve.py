@@ -525,8 +525,9 @@ class ToolPolicy:
         (the first), or ``None``."""
         steps = self.policies.plan.steps
         for number in range(1, 10):
-            yield number, next(
-                (s for s in steps if s.variant.step == number and self.applies(s, run)), None
+            yield (
+                number,
+                next((s for s in steps if s.variant.step == number and self.applies(s, run)), None),
             )
 
     def _evaluator(self, info: ToolInfo, run: RunContext) -> Evaluator:
