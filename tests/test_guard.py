@@ -614,6 +614,16 @@ def test_for_context_is_the_guard_that_context_would_build(tmp_path):
     for tool, params in [("read", {"path": "a"}), ("exec", {"command": "ls"})]:
         assert reader.before_tool_call(tool, params) == built.before_tool_call(tool, params)
     assert guard.before_tool_call("exec", {"command": "ls"}).allowed  # the original is intact
+    # The other way round: from a run with fewer tools to one with more.
+    main = built.for_context({"agentId": "main"})
+    fresh = Guard(config, TOOLS, {"agentId": "main"}, rules=RULES)
+    for tool, params in [
+        ("read", {"path": "a"}),
+        ("exec", {"command": "ls"}),
+        ("exec", {"command": 3}),
+        ("write", {"path": "b", "content": ""}),
+    ]:
+        assert main.before_tool_call(tool, params) == fresh.before_tool_call(tool, params)
     reader.close()  # each guard has its own descriptor on the shared log
     assert guard.before_tool_call("read", {"path": "b"}).allowed
     agents = [json.loads(line)["agent"] for line in log.read_text().splitlines()]

@@ -354,6 +354,9 @@ class Guard:
             tools = tool_list(tools)
         self._policy, rule_policies = self._build(config, tools, rules, context, strict)
         self._entities = self.policy.entities
+        # Per tool (by key): its call entity without arguments and its argument plan, made
+        # once for every run context (`for_context` shares this dict; see `_index_tools`).
+        self._per_tool: dict[str, tuple[Entity, ArgumentPlan]] = {}
         self._compile_rules(rule_policies)
         config_value, tools_value = _config_value(config), _tools_value(tools)
         from .decision_log import policy_hash
@@ -558,12 +561,16 @@ class Guard:
         self._routes = {}
         self._arguments: dict[str, ArgumentPlan] = {}
         self._removed: dict[str, tuple[ToolInfo, str, tuple[str, ...]]] = {}
+        per_tool = self._per_tool
         for d in resolution.decisions:
             t = d.tool
             if d.allowed:
-                proto = call_entity(self.policy.catalog, t, Record(), "call")
-                self._call_entities[t.key] = self._entities.overlay([proto])[proto.uid]
-                self._arguments[t.key] = argument_plan(t)
+                parts = per_tool.get(t.key)
+                if parts is None:  # (two threads may both make it: the same value)
+                    proto = call_entity(self.policy.catalog, t, Record(), "call")
+                    parts = (self._entities.overlay([proto])[proto.uid], argument_plan(t))
+                    per_tool[t.key] = parts
+                self._call_entities[t.key], self._arguments[t.key] = parts
                 if isinstance(t.name, str):
                     self._by_name.setdefault(t.name, t)
                 self._by_norm.setdefault(t.normalized, t)

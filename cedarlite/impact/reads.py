@@ -232,6 +232,8 @@ class ArgumentReads:
         self._pointers: dict[tuple[str, str], tuple[str, ...]] = {}
         self._attributes: dict[str, frozenset[str] | None] = {}
         self._tests: dict[str, dict[str, StringTests]] = {}
+        # Tools share tests (every file tool's `path`): one StringTests per set of tests.
+        self._test_sets: dict[frozenset[Segments], StringTests] = {}
 
     def pointer_readers(self, tool: str, pointer: str) -> tuple[str, ...]:
         """The labels of the policies that may apply to a call of ``tool`` and read the value
@@ -277,6 +279,14 @@ class ArgumentReads:
             self._attributes[tool] = found
         return found
 
+    def _string_tests(self, tests: frozenset[Segments]) -> StringTests:
+        found = self._test_sets.get(tests)
+        if found is None:
+            if len(self._test_sets) >= 10_000:
+                self._test_sets.clear()
+            found = self._test_sets[tests] = StringTests(tests)
+        return found
+
     def string_tests(self, tool: str) -> dict[str, StringTests]:
         """The top-level arguments that every policy that may apply to a call of ``tool`` (a
         normalized name) and reads them reads only as strings put to tests, with those tests.
@@ -300,7 +310,9 @@ class ArgumentReads:
                     else:
                         segments.setdefault(path[0], set()).update(tested)
             found = {
-                name: StringTests(tests) for name, tests in segments.items() if name not in refused
+                name: self._string_tests(frozenset(tests))
+                for name, tests in segments.items()
+                if name not in refused
             }
             if len(tool) <= 256:
                 if len(self._tests) >= 10_000:
