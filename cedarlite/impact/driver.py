@@ -503,9 +503,9 @@ class _Runner:
 
 def _warm_up() -> None:
     """The first task of a process of the local scheduler's pool: the imports its partitions
-    need (Dask's task runner and block reader), made while the driver reads its inputs."""
-    import dask.bytes.core
+    need (Dask's task runner, fsspec's block reader), made while the driver reads its inputs."""
     import dask.multiprocessing  # noqa: F401
+    import fsspec.utils  # noqa: F401
 
 
 def _failed(path: str, err: BaseException) -> PartitionResult:

@@ -512,8 +512,10 @@ class ToolPolicy:
         layers, reasons = self.policies.plan.layers, set(decision.response.reasons)
         ev = None
         for _, step in self._steps(run):
-            fired = [layers[p] for p in step.policy_ids if p in reasons] if step else None
-            if step and fired and min(fired)[1] == decision.removed_by:
+            if step is None:
+                continue
+            fired = [layers[p] for p in step.policy_ids if p in reasons]
+            if fired and min(fired)[1] == decision.removed_by:
                 ev = ev or self._evaluator(decision.tool, run)
                 found = tuple(e for e, expr in step.deny_entries if ev.evaluate(expr) is True)
                 if found:
