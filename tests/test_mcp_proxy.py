@@ -343,6 +343,7 @@ class Raw:
             stderr=subprocess.PIPE,
             env=env(),
         )
+        self._buffer = b""
 
     def send(self, data: bytes | dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -351,12 +352,20 @@ class Raw:
         self.proc.stdin.flush()
 
     def recv(self, timeout: float = 20) -> dict[str, Any]:
+        return json.loads(self.recv_line(timeout))
+
+    def recv_line(self, timeout: float = 20) -> bytes:
+        """The next line, with its end (read from the pipe itself: a line that arrived with
+        the one before is in our buffer, where `select` cannot see it)."""
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        assert ready, "no answer from the proxy"
-        line = self.proc.stdout.readline()
-        assert line, "the proxy closed its output"
-        return json.loads(line)
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            assert ready, "no answer from the proxy"
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            assert chunk, "the proxy closed its output"
+            self._buffer += chunk
+        line, end, self._buffer = self._buffer.partition(b"\n")
+        return line + end
 
     def handshake(self) -> dict[str, Any]:
         self.send(INIT)
@@ -615,10 +624,8 @@ def test_upstream_messages_are_reencoded_too(tmp_path: Path) -> None:
         raw = Raw(proxy_args("--config", config, "--", sys.executable, upstream))
         raw.handshake()
         raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        assert raw.proc.stdout is not None
-        ready, _, _ = select.select([raw.proc.stdout], [], [], 20)
-        line = raw.proc.stdout.readline()
-        assert ready and line.endswith(b"\n") and line.isascii()
+        line = raw.recv_line()
+        assert line.endswith(b"\n") and line.isascii()
         assert b"\r" not in line
         answer = json.loads(line)
         assert [t["name"] for t in answer["result"]["tools"]] == ["read"]
