@@ -1,7 +1,8 @@
 """The replay driver: inputs checked up front, the log as a ``dask.bag``, results merged.
 
 :func:`replay` validates everything a worker would otherwise fail on (the log paths, the
-configuration, the tool list, the rules) before Dask starts, builds one ``dask.bag`` of lines
+configuration, the tool list before Dask starts; the rules while the first partitions run, whose
+results are used only if they pass), builds one ``dask.bag`` of lines
 per log file (blocks of lines for plain files; one streamed partition per compressed
 file, whose lines are read as they are replayed), maps :func:`~cedarlite.impact.worker.
 replay_partition` over the partitions, and merges their results in partition order with at
@@ -285,8 +286,8 @@ def _tools_from_log(
 
 
 class _BlockLines:
-    """The lines of a block of a plain log file (``dask.bytes.read_bytes`` ends every block
-    but the file's last at a line end): decoded once, each line cut from the text as it is
+    """The lines of a block of a plain log file (:func:`_read_block` ends every block but the
+    file's last at a line end): decoded once, each line cut from the text as it is
     iterated. (``dask.bag.read_text`` splits a block through ``io.StringIO``: 3.2 to 4.0 µs a
     line of the benchmark's log, against 0.6 to 0.9 here.)"""
 
