@@ -86,7 +86,7 @@ def one(log: str, workers: int) -> dict[str, Any]:
 
     def watch() -> None:  # the worker processes' own high-water marks, while they live
         while not stop.wait(0.2):
-            for pid in _children(os.getpid()):
+            for pid in _workers(os.getpid()):
                 peaks[pid] = max(peaks.get(pid, 0.0), _high_water_mb(pid))
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -100,7 +100,7 @@ def one(log: str, workers: int) -> dict[str, Any]:
     return {
         "lines": report.lines,
         "elapsed": elapsed,
-        "worker_cpu": children.ru_utime + children.ru_stime,
+        "worker_cpu": children.ru_utime + children.ru_stime + _live_cpu(os.getpid()),
         "worker_peak_mb": max(peaks.values(), default=0.0),
         "driver_peak_mb": _high_water_mb(os.getpid()),
         "transitions": dict(report.transitions),
@@ -108,18 +108,47 @@ def one(log: str, workers: int) -> dict[str, Any]:
     }
 
 
-def _children(parent: int) -> list[int]:
-    out = []
+def _stats() -> dict[int, list[str]]:
+    """The fields after the command name of ``/proc/PID/stat``, of every process."""
+    out = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+                    out[int(entry)] = f.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == parent:
-                out.append(int(entry))
     return out
+
+
+def _is_fork_server(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"forkserver" in f.read()
+    except OSError:
+        return False
+
+
+def _workers(parent: int) -> list[int]:
+    """The replay's worker processes: ``parent``'s children, or the fork server's children
+    where the pool forks them from one (the local scheduler's default on Linux)."""
+    stats = _stats()
+    children = [pid for pid, fields in stats.items() if int(fields[1]) == parent]
+    servers = {pid for pid in children if _is_fork_server(pid)}
+    forked = [pid for pid, fields in stats.items() if int(fields[1]) in servers]
+    return [pid for pid in children if pid not in servers] + forked
+
+
+def _live_cpu(parent: int) -> float:
+    """The CPU seconds of ``parent``'s live children and of the processes they started and
+    reaped (the fork server, its imports, and the workers it forked): what
+    ``RUSAGE_CHILDREN`` of ``parent`` does not count."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    return sum(
+        sum(map(int, fields[11:15])) / ticks  # utime, stime, cutime, cstime
+        for fields in _stats().values()
+        if int(fields[1]) == parent
+    )
 
 
 def _high_water_mb(pid: int) -> float:

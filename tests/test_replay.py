@@ -575,6 +575,31 @@ def test_bad_inputs_raise_before_any_result(log: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.skipif(
+    "forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server here"
+)
+def test_local_workers_are_forked_from_a_server_that_imported_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import concurrent.futures
+    from multiprocessing import forkserver
+
+    import dask
+
+    from cedarlite.impact.driver import WORKER_MODULES, _process_context
+
+    # The program's own preload list is kept (and `__main__`, Python's default, with it).
+    monkeypatch.setattr(forkserver._forkserver, "_preload_modules", ["__main__", "json"])
+    context = _process_context()
+    assert context.get_start_method() == "forkserver"
+    assert forkserver._forkserver._preload_modules == ["__main__", "json", *WORKER_MODULES]
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        assert pool.submit(os.getppid).result() != os.getpid()  # forked by the server
+    # A start method chosen in Dask's configuration is Dask's to use.
+    with dask.config.set({"multiprocessing.context": "fork"}):
+        assert _process_context().get_start_method() == "fork"
+
+
 def test_without_dask_a_clear_message(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
     monkeypatch.setitem(sys.modules, "dask.bag", None)
     with pytest.raises(ReplayError, match=r"pip install 'cedarlite\[replay\]'"):
