@@ -514,9 +514,9 @@ WORKER_MODULES = ("cedarlite.impact.worker", "dask.multiprocessing", "fsspec.uti
 def _process_context() -> Any:
     """The start method of the local pool's processes: a fork server that has imported
     :data:`WORKER_MODULES` where the platform has one (Linux, macOS), so that the workers
-    are forked with them imported (once: 0.6 s of CPU a process, for each process they
-    otherwise spawn). Dask's ``multiprocessing.context`` when it is set to another than its
-    default (``spawn``), or where there is no fork server (Windows).
+    are forked with them imported (0.6 s of CPU once, not once per process). Else Dask's
+    ``multiprocessing.context``: where it names another start method than its default
+    (``spawn``), or where there is no fork server (Windows).
 
     Python has one fork server per process: the modules are added to its preload list
     (kept with ``__main__`` and any the program set), which counts when it starts; a
