@@ -600,6 +600,18 @@ def test_local_workers_are_forked_from_a_server_that_imported_them(
         assert _process_context().get_start_method() == "fork"
 
 
+def test_a_worker_process_that_dies_stops_the_replay_with_a_clear_error() -> None:
+    from dask import delayed
+
+    from cedarlite.impact.driver import _Runner
+
+    with _Runner.start(None, 1) as runner:
+        results = runner.run([delayed(os._exit)(3)], ["log.jsonl"])
+        with pytest.raises(ReplayError, match="worker processes stopped"):
+            next(results)
+    assert multiprocessing.active_children() == []
+
+
 def test_without_dask_a_clear_message(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
     monkeypatch.setitem(sys.modules, "dask.bag", None)
     with pytest.raises(ReplayError, match=r"pip install 'cedarlite\[replay\]'"):

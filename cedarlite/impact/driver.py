@@ -495,10 +495,19 @@ class _Runner:
     def _results(
         self, pending: deque[tuple[Any, str]], ahead: Iterator[tuple[Any, str]], kind: type
     ) -> Iterator[Any]:
+        from concurrent.futures.process import BrokenProcessPool
+
         while pending:
             future, name = pending.popleft()
             try:
                 (result,) = future.result()
+            except BrokenProcessPool as err:  # no partition can run any more: not the data's
+                why = str(err).rstrip(".")
+                raise ReplayError(
+                    f"the replay's worker processes stopped ({why}): one may have been killed "
+                    "(out of memory?), or Python cannot start them for this program (one read "
+                    "from standard input); run it from a file, or with the `sync` scheduler"
+                ) from None
             except Exception as err:
                 result = kind() if kind is not PartitionResult else _failed(name, err)
             nxt = next(ahead, None)
