@@ -481,17 +481,16 @@ class ToolPolicy:
             if step is None:
                 out.append(StepTrace(STEP_LABELS[number].format(agent=run.agent), "skipped"))
                 continue
-            fired = [p for p in step.policy_ids if p in reasons]
-            decided = min((plan.layers[p] for p in fired), default=None)
+            fired, decided = self._fired(step, reasons)
             out.append(
                 StepTrace(
                     step.variant.display_label,
                     "removed" if fired else "kept",
-                    tuple(e for e, expr in step.allow_entries if ev.evaluate(expr) is True),
-                    tuple(e for e, expr in step.deny_entries if ev.evaluate(expr) is True),
+                    _holding(step.allow_entries, ev),
+                    _holding(step.deny_entries, ev),
                     tuple(ids[p] for p in step.policy_ids),
                     tuple(ids[p] for p in fired),
-                    decided[1] if decided else None,
+                    decided,
                 )
             )
         out.append(
@@ -509,18 +508,23 @@ class ToolPolicy:
             return ()
         # What `_trace` finds, without tracing the steps that did not remove the tool: the
         # first step whose fired policies' first layer removed it and whose deny entries match.
-        layers, reasons = self.policies.plan.layers, set(decision.response.reasons)
+        reasons = set(decision.response.reasons)
         ev = None
         for _, step in self._steps(run):
-            if step is None:
-                continue
-            fired = [layers[p] for p in step.policy_ids if p in reasons]
-            if fired and min(fired)[1] == decision.removed_by:
+            if step is not None and self._fired(step, reasons)[1] == decision.removed_by:
                 ev = ev or self._evaluator(decision.tool, run)
-                found = tuple(e for e, expr in step.deny_entries if ev.evaluate(expr) is True)
+                found = _holding(step.deny_entries, ev)
                 if found:
                     return found
         return ()
+
+    def _fired(self, step: CompiledStep, reasons: set[str]) -> tuple[list[str], str | None]:
+        """The policies of ``step`` among ``reasons`` (those that fired), and the label of the
+        first layer among them (the one that removed the tool), ``None`` when none fired."""
+        layers = self.policies.plan.layers
+        fired = [p for p in step.policy_ids if p in reasons]
+        decided = min((layers[p] for p in fired), default=None)
+        return fired, decided[1] if decided else None
 
     def _steps(self, run: RunContext) -> Iterator[tuple[int, CompiledStep | None]]:
         """Each step number (1 to 9) of the plan, with the variant that applies to ``run``
@@ -786,6 +790,11 @@ class CallDecision:
 
     def __bool__(self) -> bool:
         return self.allowed
+
+
+def _holding(entries: Iterable[tuple[Any, Any]], ev: Evaluator) -> tuple[Any, ...]:
+    """The configured entries whose compiled condition holds for ``ev``'s request."""
+    return tuple(e for e, expr in entries if ev.evaluate(expr) is True)
 
 
 def _same_name(a: Any, b: Any) -> bool:
