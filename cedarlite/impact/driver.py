@@ -349,7 +349,8 @@ def _partitions(
     names: list[str] = []
     for path in files:
         try:
-            if os.path.getsize(path) == 0:
+            size = os.path.getsize(path)
+            if size == 0:
                 continue  # no line (and Dask's reader refuses an empty file)
             compression = infer_compression(path)
             suffix = os.path.splitext(path)[1]
@@ -365,7 +366,7 @@ def _partitions(
                 )  # fmt: skip
                 lines = db.from_delayed([delayed(_LineStream)(open_file)])
             else:
-                spans = block_spans(os.path.getsize(path), blocksize, workers * blocksize)
+                spans = block_spans(size, blocksize, workers * blocksize)
                 read = delayed(_read_block)
                 lines = db.from_delayed([delayed(_BlockLines)(read(path, *s)) for s in spans])
         except (OSError, ValueError) as err:  # gone since, or a compression without its library
