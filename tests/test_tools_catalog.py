@@ -16,7 +16,6 @@ from cedarlite.tools.catalog import (
     plugin_uid,
 )
 
-
 #: The 32 tools of spec §2.2 (OpenClaw 2026.4); 2026.9's additions follow them.
 SPEC_TOOLS = CORE_TOOL_IDS[:32]
 

@@ -136,8 +136,18 @@ SANDBOX_DENY = [
 SUBAGENT_ALWAYS = ["gateway", "agents_list", "session_status", "cron", "sessions_send"]
 SUBAGENT_LEAF = ["subagents", "sessions_list", "sessions_history", "sessions_spawn"]
 OWNER_ONLY = {"whatsapp_login", "cron", "gateway", "nodes"} | {  # and 2026.9.6's
-    "automations", "plugins", "openclaw", "screen", "terminal", "portal", "computer",
-    "mobile_ui", "sessions", "conversations_list", "conversations_send", "conversations_turn",
+    "automations",
+    "plugins",
+    "openclaw",
+    "screen",
+    "terminal",
+    "portal",
+    "computer",
+    "mobile_ui",
+    "sessions",
+    "conversations_list",
+    "conversations_send",
+    "conversations_turn",
 }
 
 # --- §3: names and patterns -------------------------------------------------------------------
