@@ -1249,6 +1249,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.set_defaults(run=cmd_replay)
 
     _hook_parser(sub)
+    from .hosts.serve import command as serve_command
+
+    serve_command.add_parser(sub)  # `cedarlite serve` (its logic: cedarlite/hosts/serve)
     return parser
 
 

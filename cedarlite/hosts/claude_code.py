@@ -545,9 +545,9 @@ def run_process(options: HookOptions) -> NoReturn:
 
 
 def _answer(
-    options: HookOptions, stdin: Any, answer: _Answer, started: float
+    options: HookOptions, stdin: Any, answer: _Answer, started: float, warm: Any = None
 ) -> tuple[str, str, int]:
-    """(stdout, stderr, exit code) for the event on ``stdin``."""
+    """(stdout, stderr, exit code) for the event on ``stdin`` (``warm``: see :func:`_handle`)."""
     try:
         event = read_event(stdin if stdin is not None else sys.stdin.buffer)
     except HookError as err:
@@ -564,7 +564,7 @@ def _answer(
         return "", message, 2
     answer.event = name
     try:
-        return _handle(options, event, name, started), "", 0
+        return _handle(options, event, name, started, warm), "", 0
     except HookError as err:
         reason = _one_line(err)
     except CedarliteError as err:  # tools layer and guard construction: located messages
@@ -577,9 +577,15 @@ def _answer(
     return "", f"cedarlite: {name} not recorded: {reason}", 0
 
 
-def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: float) -> str:
-    """Decide (PreToolUse) or record (PostToolUse*) one event; the text for stdout."""
-    config = HookConfig.read(options.config, options.rules)
+def _handle(
+    options: HookOptions, event: Mapping[str, Any], name: str, started: float, warm: Any = None
+) -> str:
+    """Decide (PreToolUse) or record (PostToolUse*) one event; the text for stdout.
+
+    ``warm`` is a decision service's loaded set (:mod:`cedarlite.hosts.serve.guards`): its
+    ``config`` and state ``directory``, and its ``hook_guard(call, context)``, a guard whose
+    session store and decision log stay open; ``None`` reads and builds everything here."""
+    config = HookConfig.read(options.config, options.rules) if warm is None else warm.config
     try:
         call = config.mapping.map_call(
             event.get("tool_name"),
@@ -590,9 +596,11 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
     except MappingError as err:
         raise HookError(err.message) from None
     context = config.run_context(event)
-    directory = state_dir(options.state_dir)
+    directory = state_dir(options.state_dir) if warm is None else warm.directory
     refused = protected_write(options, event, directory) if name == PRE else None
     try:
+        if warm is not None:
+            return _decide(warm.hook_guard(call, context), event, name, call, refused)
         guard = load_guard(config, call, context, directory)
     except (HookError, CacheError):
         raise
@@ -606,24 +614,31 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
     try:
         if options.decision_log is not None:
             guard.open_decision_log(options.decision_log)
-        calls = _calls(event, len(call.params))
-        if refused is not None:  # logged like any decision; the reason names the file
-            for params, c in zip(call.params, calls, strict=True):
-                guard.refuse(call.tool, params, c, reason=refused)
-            return _pre_json("deny", f"cedarlite: blocked: {refused}")
-        if name == PRE:
-            outcomes = [
-                guard.before_tool_call(call.tool, params, c)
-                for params, c in zip(call.params, calls, strict=True)
-            ]
-            return _pre_answer(outcomes)
-        result, error = _post_result(event, name)
-        for params, c in zip(call.params, calls, strict=True):
-            guard.after_tool_call(call.tool, params, c, result=result, error=error)
-        return ""
+        return _decide(guard, event, name, call, refused)
     finally:
         guard.close()
         store.close()
+
+
+def _decide(
+    guard: Guard, event: Mapping[str, Any], name: str, call: MappedCall, refused: str | None
+) -> str:
+    """The guard's answer to one event (``refused``: why a protected write is refused)."""
+    calls = _calls(event, len(call.params))
+    if refused is not None:  # logged like any decision; the reason names the file
+        for params, c in zip(call.params, calls, strict=True):
+            guard.refuse(call.tool, params, c, reason=refused)
+        return _pre_json("deny", f"cedarlite: blocked: {refused}")
+    if name == PRE:
+        outcomes = [
+            guard.before_tool_call(call.tool, params, c)
+            for params, c in zip(call.params, calls, strict=True)
+        ]
+        return _pre_answer(outcomes)
+    result, error = _post_result(event, name)
+    for params, c in zip(call.params, calls, strict=True):
+        guard.after_tool_call(call.tool, params, c, result=result, error=error)
+    return ""
 
 
 def protected_write(options: HookOptions, event: Mapping[str, Any], directory: str) -> str | None:
