@@ -125,10 +125,10 @@ class HookConfig(NamedTuple):
             raise HookError("a hook configuration must be a JSON object", source=path)
         wrapped = "config" in data
         if not wrapped and not data.keys() <= {"tools", "agents", "channels"}:
-            from . import openclaw  # OpenClaw's own openclaw.json: its tool layer's keys
+            from . import openclaw_config  # OpenClaw's own openclaw.json: its tool layer's keys
 
-            if openclaw.is_openclaw_config(data):
-                data = openclaw.tools_section(data)
+            if openclaw_config.is_openclaw_config(data):
+                data = openclaw_config.tools_section(data)
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
             from .._jsonloc import json_span

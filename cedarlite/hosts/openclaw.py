@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
 from ..errors import CedarliteError
+from .openclaw_config import OpenClawError, default_config_path
 
 if TYPE_CHECKING:
     from ..hooks import Guard, Outcome
@@ -50,117 +51,6 @@ TOOL_CALL = "tool_call"
 
 #: Longer tool ids in a ``tool_call`` are refused (no tool has such a name).
 _MAX_ID = 512
-
-#: Top-level keys of OpenClaw's own configuration that a tools configuration (spec §4.1)
-#: never has: a file with one of them is an ``openclaw.json``, of which only the tool
-#: layer's keys are read.
-OPENCLAW_KEYS = frozenset(
-    {
-        "$schema", "meta", "wizard", "auth", "models", "gateway", "plugins", "logging",
-        "session", "messages", "commands", "hooks", "skills", "ui", "env", "update",
-        "diagnostics", "browser", "cron", "talk", "memory", "mcp", "secrets", "approvals",
-        "bindings", "broadcast", "audio", "discovery", "canvasHost", "nodeHost", "web",
-        "identity", "media", "acp", "models_", "agent",
-    }
-)  # fmt: skip
-
-
-class OpenClawError(CedarliteError):
-    """An OpenClaw event, context or configuration that cannot be used (the call is blocked
-    with this message)."""
-
-    code = "E0930"
-
-
-# ---------------------------------------------------------------------------------------------
-# OpenClaw's configuration
-
-
-def default_config_path(env: Mapping[str, str] | None = None) -> str:
-    """Where OpenClaw reads its configuration: ``$OPENCLAW_CONFIG_PATH``, else
-    ``openclaw.json`` in ``$OPENCLAW_STATE_DIR``, else in ``~/.openclaw``."""
-    env = os.environ if env is None else env
-    given = (env.get("OPENCLAW_CONFIG_PATH") or "").strip()
-    if given:
-        return os.path.abspath(os.path.expanduser(given))
-    state = (env.get("OPENCLAW_STATE_DIR") or "").strip()
-    base = (
-        os.path.expanduser(state) if state else os.path.join(os.path.expanduser("~"), ".openclaw")
-    )
-    return os.path.abspath(os.path.join(base, "openclaw.json"))
-
-
-def is_openclaw_config(data: Any) -> bool:
-    """Whether a configuration object is OpenClaw's own ``openclaw.json`` (see
-    :data:`OPENCLAW_KEYS`; ``agents.entries`` too)."""
-    if not isinstance(data, Mapping):
-        return False
-    agents = data.get("agents")
-    return bool(OPENCLAW_KEYS & data.keys()) or (
-        isinstance(agents, Mapping) and "entries" in agents
-    )
-
-
-def tools_section(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The tools configuration (spec §4.1) inside OpenClaw's configuration: ``tools``,
-    ``agents.defaults.subagents``, the agent list and the channels' group ``tools``.
-
-    2026.9 writes the agent list as ``agents.entries`` (``{"<id>": {...}}``; it wins over a
-    legacy ``agents.list``, as OpenClaw reads it); each entry becomes ``{"id": "<id>", ...}``.
-    Of an agent, only ``id``, ``default`` and ``tools`` are kept. Raises
-    :class:`OpenClawError` for an ``agents.entries`` that is not an object.
-    """
-    out: dict[str, Any] = {}
-    if "tools" in data:
-        out["tools"] = data["tools"]
-    agents = data.get("agents")
-    if isinstance(agents, Mapping):
-        section: dict[str, Any] = {}
-        defaults = agents.get("defaults")
-        if isinstance(defaults, Mapping) and "subagents" in defaults:
-            sub = defaults["subagents"]
-            keep = {"maxSpawnDepth": sub["maxSpawnDepth"]} if isinstance(sub, Mapping) and (
-                "maxSpawnDepth" in sub) else {}  # fmt: skip
-            section["defaults"] = {"subagents": keep}
-        entries = agents.get("entries")
-        if entries is not None:
-            if not isinstance(entries, Mapping):
-                raise OpenClawError('`agents.entries` must be an object: {"<agent id>": {...}}')
-            listed: Any = [
-                {"id": key, **_agent_keys(value)} if isinstance(value, Mapping) else value
-                for key, value in entries.items()
-            ]
-        else:
-            raw = agents.get("list")
-            listed = (
-                [_agent_keys(e) if isinstance(e, Mapping) else e for e in raw]
-                if isinstance(raw, list)
-                else raw
-            )
-        if listed is not None:
-            section["list"] = listed
-        out["agents"] = section
-    channels = data.get("channels")
-    if isinstance(channels, Mapping):
-        kept: dict[str, Any] = {}
-        for name, channel in channels.items():
-            groups = channel.get("groups") if isinstance(channel, Mapping) else None
-            if isinstance(groups, Mapping):
-                kept[name] = {
-                    "groups": {
-                        g: {"tools": v["tools"]}
-                        for g, v in groups.items()
-                        if isinstance(v, Mapping) and "tools" in v
-                    }
-                }
-        if kept:
-            out["channels"] = kept
-    return out
-
-
-def _agent_keys(entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: entry[k] for k in ("id", "default", "tools") if k in entry}
-
 
 # ---------------------------------------------------------------------------------------------
 # One call
@@ -327,21 +217,11 @@ def plugin_settings(settings: Settings, openclaw: Mapping[str, Any] | None = Non
 
 
 def validate(settings: Settings) -> None:
-    """Load the configuration and rules as the service will (strictly): raises a located
-    :class:`~cedarlite.errors.CedarliteError`."""
-    from ..hooks import Guard
-    from ..tools.catalog import BUNDLE_MCP, CORE_TOOL_IDS
-    from .claude_code import HookConfig, named_mcp_tools
+    """Load the configuration and rules as the service will when it starts (strictly): raises
+    a located :class:`~cedarlite.errors.CedarliteError`."""
+    from .serve.guards import GuardSet, ServeOptions
 
-    config = HookConfig.read(settings.config_path(), settings.rules)
-    sets = config.rule_sets()
-    tools: list[Mapping[str, Any]] = list(config.tools) or [{"name": n} for n in CORE_TOOL_IDS]
-    names = {t.get("name") for t in tools}
-    tools += [{"name": n, "pluginId": BUNDLE_MCP} for n in named_mcp_tools(sets) if n not in names]
-    try:
-        Guard(config.config, tools, config.context, rules=sets or None, strict=True)
-    except CedarliteError as err:
-        raise config.located(err) from None
+    GuardSet(ServeOptions(settings.config_path(), settings.rules)).close()
 
 
 def print_settings(settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
