@@ -1298,7 +1298,7 @@ def _hook_parser(sub: Any) -> None:
         help="check the configuration and rules, then print the settings.json snippet",
     )
     hc.set_defaults(run=cmd_hook_claude_code)
-    from .hosts.openclaw import add_parser as add_openclaw_parser
+    from .hosts.openclaw_settings import add_parser as add_openclaw_parser
 
     add_openclaw_parser(hsub)
 

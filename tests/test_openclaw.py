@@ -15,6 +15,7 @@ import pytest
 
 from cedarlite.cli import main
 from cedarlite.hosts import openclaw, openclaw_config
+from cedarlite.hosts import openclaw_settings as install
 from cedarlite.hosts.claude_code import HookConfig
 from cedarlite.hosts.serve.guards import GuardSet, ServeOptions
 from cedarlite.hosts.serve.protocol import Service
@@ -234,7 +235,7 @@ def test_print_settings_loads_the_shipped_plugin(
                                 "cedarlite:exec-commands", "--state-dir", "st")  # fmt: skip
     assert code == 0 and list(printed) == ["plugins"]
     plugins = printed["plugins"]
-    assert plugins["load"]["paths"] == [openclaw.PLUGIN_DIR]
+    assert plugins["load"]["paths"] == [install.PLUGIN_DIR]
     entry = plugins["entries"]["cedarlite"]
     assert entry["enabled"] is True and entry["config"]["deadlineMs"] == 10000
     command = entry["config"]["command"]
@@ -247,8 +248,8 @@ def test_print_settings_loads_the_shipped_plugin(
     assert command[5:] == ["--config", str(config), "--rules", "cedarlite:exec-commands",
                            "--state-dir", str(Path("st").resolve())]  # fmt: skip
     assert "allow" not in plugins  # no allow list to join: none is created
-    manifest = json.loads((Path(openclaw.PLUGIN_DIR) / "openclaw.plugin.json").read_text())
-    assert manifest["id"] == openclaw.PLUGIN_ID and manifest["activation"] == {"onStartup": True}
+    manifest = json.loads((Path(install.PLUGIN_DIR) / "openclaw.plugin.json").read_text())
+    assert manifest["id"] == install.PLUGIN_ID and manifest["activation"] == {"onStartup": True}
     schema = manifest["configSchema"]
     assert set(entry["config"]) <= set(schema["properties"]) and schema["required"] == ["command"]
 
@@ -289,10 +290,10 @@ def test_print_settings_refuses_broken_files_with_the_located_error(
 def test_the_service_command_line_is_what_serve_accepts(tmp_path: Path) -> None:
     config = tmp_path / "tools.json"
     config.write_text('{"tools": {"profile": "coding"}}')
-    words = openclaw.service_command(openclaw.Settings(("cedarlite:paths",), str(config)))
+    words = install.service_command(install.Settings(("cedarlite:paths",), str(config)))
     from cedarlite.cli import _parser
 
     args = _parser().parse_args(words[3:])
     assert args.stdio and args.config == str(config) and args.rules == ["cedarlite:paths"]
     out = io.StringIO()
-    assert openclaw.print_settings(openclaw.Settings((), str(config)), out, io.StringIO()) == 0
+    assert install.print_settings(install.Settings((), str(config)), out, io.StringIO()) == 0

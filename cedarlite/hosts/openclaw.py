@@ -1,7 +1,8 @@
 """OpenClaw as a host: the shipped plugin's Python side.
 
 OpenClaw (2026.9) runs plugins inside its gateway. cedarlite ships one
-(:data:`PLUGIN_DIR`: ``openclaw.plugin.json``, ``package.json``, ``index.js``) that starts one
+(``cedarlite/hosts/openclaw_plugin``; installed by :mod:`cedarlite.hosts.openclaw_settings`)
+that starts one
 long-lived ``cedarlite serve --stdio`` child and sends it, for every tool call, the
 ``before_tool_call`` event and context OpenClaw gives the plugin
 (``openclaw_before_tool_call``), and for every call that ran, the ``after_tool_call`` event
@@ -16,35 +17,22 @@ long-lived ``cedarlite serve --stdio`` child and sends it, for every tool call, 
   detection records; the first is made without a session (no history) so that a call through
   ``tool_call`` is not counted twice;
 * the configuration is OpenClaw's own when ``--config`` names its ``openclaw.json``: only the
-  tool layer's keys are read (:func:`tools_section`; 2026.9 writes the agent list as the
-  object ``agents.entries``, which is read as ``agents.list``).
+  tool layer's keys are read (:mod:`cedarlite.hosts.openclaw_config`; 2026.9 writes the agent
+  list as the object ``agents.entries``, which is read as ``agents.list``).
 
-``cedarlite hook openclaw --print-settings`` (:func:`print_settings`) validates the files
-and prints the ``plugins`` settings that load the plugin with the service's command line.
+The service (:mod:`cedarlite.hosts.serve`) answers the plugin with :func:`service_answer`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..errors import CedarliteError
-from .openclaw_config import OpenClawError, default_config_path
+from .openclaw_config import OpenClawError
 
 if TYPE_CHECKING:
     from ..hooks import Guard, Outcome
-
-#: The plugin's id (``plugins.entries.<id>``) and its folder inside the installed package.
-PLUGIN_ID = "cedarlite"
-PLUGIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openclaw_plugin")
-
-#: Seconds the plugin gives one decision, the service's start included (OpenClaw gives a
-#: ``before_tool_call`` handler 15 s and fails the call closed after that).
-DEFAULT_DEADLINE = 10.0
-MAX_DEADLINE = 12.0
 
 #: The tool of 2026.9's tool-search surface that calls another tool: ``{"id", "args"}``.
 TOOL_CALL = "tool_call"
@@ -162,100 +150,6 @@ def record(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any
 
 
 # ---------------------------------------------------------------------------------------------
-# Installing it
-
-
-class Settings(NamedTuple):
-    """The command line of ``cedarlite hook openclaw --print-settings``."""
-
-    rules: tuple[str, ...]
-    config: str | None = None
-    state_dir: str | None = None
-    decision_log: str | None = None
-    deadline: float = DEFAULT_DEADLINE
-
-    def config_path(self) -> str:
-        """``--config``, else OpenClaw's own configuration file."""
-        return os.path.abspath(self.config) if self.config else default_config_path()
-
-
-def service_command(settings: Settings) -> list[str]:
-    """The service's command line (interpreter by absolute path, files absolute)."""
-    words = [os.path.abspath(sys.executable), "-m", "cedarlite", "serve", "--stdio"]
-    words += ["--config", settings.config_path()]
-    for rules in settings.rules:
-        words += ["--rules", rules if rules.startswith("cedarlite:") else os.path.abspath(rules)]
-    if settings.state_dir is not None:
-        words += ["--state-dir", os.path.abspath(settings.state_dir)]
-    if settings.decision_log is not None:
-        words += ["--decision-log", os.path.abspath(settings.decision_log)]
-    return words
-
-
-def plugin_settings(settings: Settings, openclaw: Mapping[str, Any] | None = None) -> dict:
-    """The ``plugins`` settings that load and enable the shipped plugin: to be deep-merged into
-    ``openclaw.json`` (objects key by key, arrays concatenated). ``openclaw`` is the
-    configuration it goes into: when it has a ``plugins.allow`` list, the plugin's id is added
-    to it (a list that did not exist is not created: it would turn other plugins off)."""
-    plugins: dict[str, Any] = {
-        "load": {"paths": [PLUGIN_DIR]},
-        "entries": {
-            PLUGIN_ID: {
-                "enabled": True,
-                "config": {
-                    "command": service_command(settings),
-                    "deadlineMs": round(settings.deadline * 1000),
-                },
-            }
-        },
-    }
-    present = openclaw.get("plugins") if isinstance(openclaw, Mapping) else None
-    allow = present.get("allow") if isinstance(present, Mapping) else None
-    if isinstance(allow, list) and PLUGIN_ID not in allow:
-        plugins["allow"] = [PLUGIN_ID]
-    return {"plugins": plugins}
-
-
-def validate(settings: Settings) -> None:
-    """Load the configuration and rules as the service will when it starts (strictly): raises
-    a located :class:`~cedarlite.errors.CedarliteError`."""
-    from .serve.guards import GuardSet, ServeOptions
-
-    GuardSet(ServeOptions(settings.config_path(), settings.rules)).close()
-
-
-def print_settings(settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
-    """``cedarlite hook openclaw --print-settings``: validate the files (a mistake is printed,
-    located, exit 3: the service would refuse to start), then print the settings (exit 0)."""
-    path = settings.config_path()
-    if not 0 < settings.deadline <= MAX_DEADLINE:
-        print(f"cedarlite: --deadline must be more than 0 and at most {MAX_DEADLINE:g} s "
-              "(OpenClaw fails a handler closed after 15 s)", file=stderr)  # fmt: skip
-        return 2
-    try:
-        validate(settings)
-    except CedarliteError as err:
-        print(err.render(), file=stderr)
-        return 3
-    openclaw: Any = None
-    if settings.config is None:  # the settings go into the file the service reads
-        from ..entities import load_json
-
-        try:
-            with open(path, encoding="utf-8") as f:
-                openclaw = load_json(f.read(), path, OpenClawError)
-        except (OSError, UnicodeDecodeError, CedarliteError):  # validated above: not expected
-            openclaw = None
-    snippet = plugin_settings(settings, openclaw)
-    print(json.dumps(snippet, indent=2), file=stdout)
-    words = snippet["plugins"]["entries"][PLUGIN_ID]["config"]["command"]
-    import shlex
-
-    print(f"cedarlite: the plugin will run: {shlex.join(words)}", file=stderr)
-    return 0
-
-
-# ---------------------------------------------------------------------------------------------
 # The service's OpenClaw operations
 
 
@@ -309,59 +203,3 @@ def service_answer(gen: _Generation, op: str, fields: Mapping[str, Any]) -> dict
         params = event.get("params") if isinstance(event, Mapping) else None
         return {"action": "block", "params": params, "reason": f"cedarlite: blocked: {err.message}",
                 "deniedReason": "plugin-before-tool-call", "policies": []}  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------------
-# The command line
-
-
-def add_parser(hosts: Any) -> None:
-    """Add ``openclaw`` to the subcommands of ``cedarlite hook``."""
-    op = hosts.add_parser(
-        "openclaw",
-        help="print the OpenClaw settings that load cedarlite's plugin (--print-settings)",
-        description="Check the configuration and rules, then print the `plugins` settings to "
-        "deep-merge into openclaw.json: they load cedarlite's OpenClaw plugin, which decides "
-        "every tool call through `cedarlite serve --stdio`.",
-    )
-    op.add_argument(
-        "--print-settings",
-        action="store_true",
-        required=True,
-        help="check the files, then print the settings (required: the plugin itself runs "
-        "`cedarlite serve --stdio`)",
-    )
-    op.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="argument rules (.cedar), e.g. cedarlite:exec-commands; repeatable",
-    )
-    op.add_argument(
-        "--config",
-        metavar="FILE",
-        help="a tools configuration (default: the tools section of OpenClaw's own "
-        "openclaw.json, $OPENCLAW_CONFIG_PATH or ~/.openclaw/openclaw.json)",
-    )
-    op.add_argument(
-        "--state-dir", metavar="DIR", help="private directory for session state (SQLite)"
-    )
-    op.add_argument("--decision-log", metavar="FILE", help="append each decision (JSON Lines)")
-    op.add_argument(
-        "--deadline",
-        type=float,
-        default=DEFAULT_DEADLINE,
-        metavar="S",
-        help=f"block a call not decided within S seconds (default {DEFAULT_DEADLINE:g}, "
-        f"at most {MAX_DEADLINE:g})",
-    )
-    op.set_defaults(run=run_command)
-
-
-def run_command(args: Any) -> int:
-    """``cedarlite hook openclaw --print-settings ...``."""
-    settings = Settings(
-        tuple(args.rules), args.config, args.state_dir, args.decision_log, args.deadline
-    )
-    return print_settings(settings, sys.stdout, sys.stderr)
