@@ -57,7 +57,8 @@ def peer_uid(conn: socket.socket) -> int | None:
 
 class Claim(NamedTuple):
     """A socket path this process may listen on: absolute, in a private directory, its lock
-    (``PATH.lock``, held with ``flock`` while the process lives) taken."""
+    (``PATH.lock``, held with ``flock`` while the process lives; it holds the process id)
+    taken."""
 
     path: str
     lock: int
@@ -87,6 +88,8 @@ def claim(path: str) -> Claim:
     except OSError:
         os.close(lock)
         raise SocketError("another service is serving this socket", source=full) from None
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())  # who holds it (to stop it: kill PID)
     try:
         st = os.lstat(full)
     except FileNotFoundError:
