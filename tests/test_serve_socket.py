@@ -91,7 +91,7 @@ def test_concurrent_processes(config: Path) -> None:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=ENV,
-            )  # fmt: skip
+            )
             for _ in range(4)
         ]
         try:
