@@ -250,11 +250,13 @@ def input_type(schema: Mapping[str, Any] | None, plugin: bool = False) -> Record
     servers and plugins, whose schemas often say little), ``absolutePath`` beside a ``path``
     (the absolute form the Claude Code hook adds)."""
     record = (_record(schema) if schema is not None else None) or RecordType()
-    if not allows_other_arguments(schema):
-        return record
     attrs = dict(record.attributes)
-    for name in PATH_ARGUMENTS if plugin else ("absolutePath",) if "path" in attrs else ():
-        attrs.setdefault(name, Attribute(STRING, required=False))
+    # The adapters' attributes for the path judged (PATH_ATTRIBUTES), on every tool.
+    attrs.setdefault("absolutePath", Attribute(STRING, required=False))
+    attrs.setdefault("inWorkspace", Attribute(BOOL, required=False))
+    if allows_other_arguments(schema) and plugin:
+        for name in PATH_ARGUMENTS:
+            attrs.setdefault(name, Attribute(STRING, required=False))
     return RecordType(attrs)
 
 
