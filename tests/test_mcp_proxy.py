@@ -758,3 +758,76 @@ def test_tools_whose_names_collide_are_refused_through_the_proxy(tmp_path: Path)
     with reap(str(tmp_path)):
         run(scenario())
         assert not wait_gone(str(tmp_path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 23: paths mean to the rules what the upstream opens
+
+
+def _fs_proxy(tmp_path: Path, root: Path, allow: list[str]) -> list[str]:
+    config = _write(tmp_path, "tools.json", {"tools": {"allow": allow}})
+    server = filesystem_server()
+    return proxy_args(
+        "--config", config, "--rules", "cedarlite:paths", "--server", "fs",
+        "--", "node", str(server), str(root),
+    )  # fmt: skip
+
+
+def test_secrets_stay_secret_whatever_the_spelling(tmp_path: Path) -> None:
+    """Item 1: Node's `path.resolve` drops a trailing `/`, `/.` or `//`; the rules see the file
+    the server opens. Nested paths (`read_multiple_files`' `paths`) are judged one by one."""
+    root = tmp_path / "p1"
+    root.mkdir()
+    secrets = {".env": "DB_PASSWORD=hunter2\n", ".npmrc": "//r/:_authToken=npm_SECRET\n",
+               "key.pem": "-----BEGIN PRIVATE KEY-----SECRET\n",
+               ".git-credentials": "https://u:SECRET@example.com\n"}  # fmt: skip
+    for name, body in secrets.items():
+        (root / name).write_text(body)
+    (root / "notes.txt").write_text("hello\n")
+    args = _fs_proxy(tmp_path, root, ["fs__read_text_file", "fs__read_multiple_files"])
+    spellings = [f"{root}/{n}{tail}" for n in secrets for tail in ("/", "/.", "//", "/./", "")]
+    spellings += [f"{root}//.env", f"{root}/./.env", f"{root}/sub/../.env"]
+
+    async def scenario() -> None:
+        async with session(args) as c:
+            ok = await c.call_tool("read_text_file", {"path": f"{root}/notes.txt"})
+            assert not ok.is_error and "hello" in text(ok)
+            for path in spellings:
+                answer = await c.call_tool("read_text_file", {"path": path})
+                assert answer.is_error, path
+                assert "SECRET" not in text(answer) and "hunter2" not in text(answer), path
+                assert "cedarlite" in text(answer) or "blocked" in text(answer), text(answer)
+            many = await c.call_tool(
+                "read_multiple_files", {"paths": [f"{root}/notes.txt", f"{root}/.env/"]}
+            )
+            assert many.is_error and "hunter2" not in text(many), text(many)
+            garbage = await c.call_tool("read_text_file", {"path": f"{root}/.env\x00.txt"})
+            assert garbage.is_error and "control character" in text(garbage), text(garbage)
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+
+
+def test_a_call_without_id_for_a_removed_tool_is_dropped(tmp_path: Path) -> None:
+    """Item 6: a `tools/call` notification is never relayed undecided (it would run)."""
+    root = tmp_path / "p2"
+    root.mkdir()
+    (root / "a.txt").write_text("a")
+    with reap(str(tmp_path)):
+        raw = Raw(_fs_proxy(tmp_path, root, ["fs__read_text_file"]))
+        assert raw.handshake()["result"]["serverInfo"]["name"] == "secure-filesystem-server"
+        moved = {"source": str(root / "a.txt"), "destination": str(root / "b.txt")}
+        call = _call(1, "move_file", moved)
+        del call["id"]
+        raw.send(call)
+        written = _call(2, "write_file", {"path": str(root / "c.txt"), "content": "x"})
+        del written["id"]
+        raw.send(written)
+        raw.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert raw.recv() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        assert (root / "a.txt").exists() and not (root / "b.txt").exists()
+        assert not (root / "c.txt").exists()
+        assert raw.proc.stdin is not None
+        raw.proc.stdin.close()
+        assert raw.proc.wait(10) == 0
