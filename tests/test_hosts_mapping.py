@@ -335,3 +335,16 @@ def test_any_name_maps_or_raises_a_mapping_error(name: str, args: dict) -> None:
     except MappingError:
         return
     assert call.tool and len(call.params) == 1
+
+
+def test_the_paths_page_examples_run() -> None:
+    """docs/paths.md's Python blocks hold (its table's rows are the asserts)."""
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "paths.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    assert blocks
+    namespace: dict[str, object] = {}
+    for block in blocks:
+        exec(block, namespace)  # our own documentation's example

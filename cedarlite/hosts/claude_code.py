@@ -84,7 +84,7 @@ CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
 _MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_SNAPSHOT_FORMAT = 4  # 4: guards share per-tool call entities across run contexts
+_SNAPSHOT_FORMAT = 5  # 5: every tool's input type holds absolutePath and inWorkspace
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
