@@ -809,25 +809,47 @@ def test_secrets_stay_secret_whatever_the_spelling(tmp_path: Path) -> None:
         assert not wait_gone(str(tmp_path))
 
 
-def test_a_call_without_id_for_a_removed_tool_is_dropped(tmp_path: Path) -> None:
-    """Item 6: a `tools/call` notification is never relayed undecided (it would run)."""
-    root = tmp_path / "p2"
-    root.mkdir()
-    (root / "a.txt").write_text("a")
+#: An upstream that writes down every line it receives and answers requests with `{}`
+#: (`initialize` with a handshake): what reached it, notifications included.
+RECORDER = """
+import json, sys
+log = open(sys.argv[1], "a")
+for line in sys.stdin:
+    log.write(line); log.flush()
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    result = {}
+    if msg.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "recorder", "version": "1"}}
+    elif msg.get("method") == "tools/list":
+        result = {"tools": [{"name": n, "inputSchema": {"type": "object"}}
+                            for n in ("read_text_file", "move_file")]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_a_call_without_id_is_never_relayed(tmp_path: Path) -> None:
+    """Item 6: a `tools/call` notification (no `id`, so no denial could go back) for a removed
+    tool, or any tool, never reaches the upstream undecided."""
+    seen = tmp_path / "seen.jsonl"
+    config = _write(tmp_path, "tools.json", {"tools": {"allow": ["rec__read_text_file"]}})
+    args = proxy_args(
+        "--config", config, "--server", "rec", "--", sys.executable, "-c", RECORDER, str(seen)
+    )
     with reap(str(tmp_path)):
-        raw = Raw(_fs_proxy(tmp_path, root, ["fs__read_text_file"]))
-        assert raw.handshake()["result"]["serverInfo"]["name"] == "secure-filesystem-server"
-        moved = {"source": str(root / "a.txt"), "destination": str(root / "b.txt")}
-        call = _call(1, "move_file", moved)
-        del call["id"]
-        raw.send(call)
-        written = _call(2, "write_file", {"path": str(root / "c.txt"), "content": "x"})
-        del written["id"]
-        raw.send(written)
+        raw = Raw(args)
+        assert raw.handshake()["result"]["serverInfo"]["name"] == "recorder"
+        for name in ("move_file", "read_text_file"):
+            call = _call(0, name, {"source": "/tmp/a", "destination": "/tmp/b", "path": "x"})
+            del call["id"]
+            raw.send(call)
         raw.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
         assert raw.recv() == {"jsonrpc": "2.0", "id": 3, "result": {}}
-        assert (root / "a.txt").exists() and not (root / "b.txt").exists()
-        assert not (root / "c.txt").exists()
+        methods = [json.loads(line).get("method") for line in seen.read_text().splitlines()]
+        assert "tools/call" not in methods, methods
+        assert "ping" in methods
         assert raw.proc.stdin is not None
         raw.proc.stdin.close()
         assert raw.proc.wait(10) == 0
