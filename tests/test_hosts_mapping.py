@@ -266,6 +266,10 @@ def test_every_argument_that_names_a_file_at_any_depth() -> None:
             CLAUDE.map_call("Read", {"file_path": bad}, cwd="/w")
     with pytest.raises(MappingError, match="more than"):
         path_calls({"paths": [f"f{i}" for i in range(MAX_EACH + 1)]}, "/w")
+    # A program's code under `source` is text, not a path: no path, no garbage.
+    assert path_calls({"source": "print(1)\nprint(2)"}, "/w") == ({"source": "print(1)\nprint(2)"},)
+    with pytest.raises(MappingError, match="control character"):
+        path_calls({"source": "/etc/\x00shadow"}, "/w")
 
 
 def test_overrides_are_data_and_checked() -> None:

@@ -321,6 +321,9 @@ def _rename(entry: ToolMapping, params: Any) -> Any:
 _PATH_NAMES = frozenset(
     {"cwd", "workdir", "source", "sources", "destination", "include", "exclude"}
 )
+#: Of those, the names other tools also give to text (`source`: a program's code): a value
+#: spanning several lines there is text, not a path.
+_TEXT_TOO = frozenset({"source", "sources", "destination", "include", "exclude"})
 #: The last word of an argument name that names a file or directory (``file_path``,
 #: ``notebookPath``, ``paths``, ``rootDir``, ``glob``), in camelCase or snake_case.
 _PATH_WORDS = frozenset(
@@ -411,6 +414,8 @@ def path_calls(
     rest: list[tuple[str, str]] = []
     for where, text in found:
         bad = next((c for c in text if c < " " or c == "\x7f"), None)
+        if bad == "\n" and _last_name(where) in _TEXT_TOO:
+            continue
         if bad is not None:
             raise MappingError(
                 f"argument `{where}` holds the control character U+{ord(bad):04X}: "
@@ -427,7 +432,13 @@ def path_calls(
             calls[(absolute, inside)] = {**base, "absolutePath": absolute, "inWorkspace": inside}
             if len(calls) > MAX_EACH:
                 raise MappingError(f"the arguments name more than {MAX_EACH} paths")
-    return tuple(calls.values())
+    return tuple(calls.values()) or (base,)
+
+
+def _last_name(where: str) -> str:
+    """The argument name a JSON path ends with, flattened (``a[0].Source[1]`` → ``source``)."""
+    name = where.rpartition(".")[2].partition("[")[0]
+    return name.replace("_", "").replace("-", "").lower()
 
 
 def _each_path(
