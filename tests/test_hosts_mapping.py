@@ -257,7 +257,8 @@ def test_every_argument_that_names_a_file_at_any_depth() -> None:
     deep: object = "/etc/shadow"
     for _ in range(50_000):
         deep = {"path": deep} if isinstance(deep, str) else [deep]
-    assert find_paths({"x": deep}) == [("x" + "[0]" * 49_999 + ".path", "/etc/shadow")]
+    ((where, text),) = find_paths({"x": deep})
+    assert text == "/etc/shadow" and where.startswith("x[0][0]") and where.endswith("...")
     # Garbage is denied: NUL and other control characters name no file.
     for bad in ("/home/u/.ssh\x00/config", ".env\x00.txt", "a\nb"):
         with pytest.raises(MappingError, match="control character"):

@@ -360,36 +360,67 @@ def find_paths(
     params: Any, names: Sequence[str] = (), *, every_string: bool = False
 ) -> list[tuple[str, str]]:
     """Every string of ``params`` that names a file or directory, as ``(where, text)`` in the
-    order of the arguments (``where`` a JSON path: ``files[0].path``): the value of an
-    argument with a path name (:func:`is_path_name`, or one of ``names`` at the top level), or
-    an element of such an array, at any depth of objects and arrays. Linear in the size of
-    ``params``, iterative (no recursion in its depth), at most :data:`MAX_VALUES` values
-    visited (more raise :class:`MappingError`). ``every_string``: every string counts, whatever
-    its name (a write tool of unknown meaning: any of its strings may name a file)."""
+    order of the arguments (``where`` a JSON path: ``files[0].path``, cut short past
+    :data:`_WHERE_MAX` characters): the value of an argument with a path name
+    (:func:`is_path_name`, or one of ``names`` at the top level), or an element of such an
+    array, at any depth of objects and arrays. Linear in the size of ``params``, iterative (no
+    recursion in its depth), at most :data:`MAX_VALUES` values visited (more raise
+    :class:`MappingError`). ``every_string``: every string counts, whatever its name (a write
+    tool of unknown meaning: any of its strings may name a file)."""
+    return [(where, text) for where, text, _, _ in _walk(params, names, every_string)]
+
+
+#: A JSON path in a message is cut here (so that building it costs no more than this a value:
+#: linear time however deep the arguments).
+_WHERE_MAX = 120
+
+
+def _walk(
+    params: Any, names: Sequence[str], every_string: bool
+) -> list[tuple[str, str, str, bool]]:
+    """:func:`find_paths` with, for each path, the name of the argument holding it and whether
+    that is a top-level argument."""
     if not isinstance(params, Mapping):
         return []
-    found: list[tuple[str, str]] = []
-    # (value, where, whether it sits under a path name); popped in order (pushed reversed).
-    stack: list[tuple[Any, str, bool]] = []
-    top = [(v, str(k), isinstance(k, str) and (k in names or is_path_name(k)))
-           for k, v in params.items()]  # fmt: skip
-    stack.extend(reversed(top))
+    found: list[tuple[str, str, str, bool]] = []
+    # (value, where, name, whether it sits under a path name, top level); popped in order.
+    stack: list[tuple[Any, str, str, bool, bool]] = []
+    stack.extend(
+        reversed(
+            [
+                (v, str(k), str(k), isinstance(k, str) and (k in names or is_path_name(k)), True)
+                for k, v in params.items()
+            ]
+        )
+    )
     seen = 0
     while stack:
-        value, where, under_path = stack.pop()
+        value, where, name, under_path, top = stack.pop()
         seen += 1
         if seen > MAX_VALUES:
             raise MappingError(f"the arguments hold more than {MAX_VALUES} values")
         if isinstance(value, str):
             if under_path or every_string:
-                found.append((where, value))
-        elif isinstance(value, Mapping):
-            items = [(v, f"{where}.{k}", isinstance(k, str) and is_path_name(k))
-                     for k, v in value.items()]  # fmt: skip
-            stack.extend(reversed(items))
+                found.append((where, value, name, top))
+            continue
+        if isinstance(value, Mapping):
+            items = [
+                (v, _join(where, f".{k}"), str(k), isinstance(k, str) and is_path_name(k), False)
+                for k, v in value.items()
+            ]
         elif isinstance(value, list | tuple):
-            stack.extend(reversed([(v, f"{where}[{i}]", under_path) for i, v in enumerate(value)]))
+            items = [(v, _join(where, f"[{i}]"), name, under_path, False)
+                     for i, v in enumerate(value)]  # fmt: skip
+        else:
+            continue
+        stack.extend(reversed(items))
     return found
+
+
+def _join(where: str, step: str) -> str:
+    if len(where) >= _WHERE_MAX:
+        return where if where.endswith("...") else where + "..."
+    return where + step[:_WHERE_MAX]
 
 
 def path_calls(
@@ -404,7 +435,7 @@ def path_calls(
     named so: garbage is denied) or more than :data:`MAX_EACH` paths."""
     if not isinstance(params, Mapping):
         return (params,)
-    found = find_paths(params, names)
+    found = _walk(params, names, False)
     if not found:
         return (params,)
     if workspace is None:
@@ -412,18 +443,18 @@ def path_calls(
     base = {k: v for k, v in params.items() if k not in PATH_ATTRIBUTES}
     first: list[tuple[str, str]] = []
     rest: list[tuple[str, str]] = []
-    for where, text in found:
+    for where, text, name, top in found:
         bad = next((c for c in text if c < " " or c == "\x7f"), None)
-        if bad == "\n" and _last_name(where) in _TEXT_TOO:
+        if bad == "\n" and name.replace("_", "").replace("-", "").lower() in _TEXT_TOO:
             continue
         if bad is not None:
             raise MappingError(
                 f"argument `{where}` holds the control character U+{ord(bad):04X}: "
                 "no file is named so"
             )
-        if where in base and isinstance(base[where], str):  # a top-level argument
-            base[where] = clean_path(text)
-        (first if where == "path" else rest).append((where, text))
+        if top and name in base:
+            base[name] = clean_path(text)
+        (first if top and name == "path" else rest).append((where, text))
     calls: dict[tuple[str, bool], dict[str, Any]] = {}
     for _, text in first + rest:
         absolute = absolute_form(text, cwd)
@@ -433,12 +464,6 @@ def path_calls(
             if len(calls) > MAX_EACH:
                 raise MappingError(f"the arguments name more than {MAX_EACH} paths")
     return tuple(calls.values()) or (base,)
-
-
-def _last_name(where: str) -> str:
-    """The argument name a JSON path ends with, flattened (``a[0].Source[1]`` → ``source``)."""
-    name = where.rpartition(".")[2].partition("[")[0]
-    return name.replace("_", "").replace("-", "").lower()
 
 
 def _each_path(
