@@ -353,3 +353,25 @@ def test_the_paths_page_examples_run() -> None:
     namespace: dict[str, object] = {}
     for block in blocks:
         exec(block, namespace)  # our own documentation's example
+
+
+def test_the_adapters_attributes_pass_a_closed_schema() -> None:
+    """`absolutePath` and `inWorkspace` are no parameters: a tool whose schema refuses
+    undeclared arguments still sees them (typed), and refuses what else is undeclared."""
+    from cedarlite.tools.arguments import ToolArgumentError
+    from cedarlite.tools.catalog import ToolCatalog
+    from cedarlite.tools.params import argument_plan
+
+    tool = {"name": "fs__read", "pluginId": "bundle-mcp", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"],
+        "additionalProperties": False}}  # fmt: skip
+    info = ToolCatalog.from_tools([tool]).find("fs__read")
+    assert info is not None
+    plan = argument_plan(info)
+    (params,) = path_calls({"path": "../x/"}, "/w/app")
+    record = plan.convert(params)
+    assert dict(record) == {"path": "../x", "absolutePath": "/w/x", "inWorkspace": False}
+    with pytest.raises(ToolArgumentError, match="not a parameter"):
+        plan.convert({**params, "other": "y"})
+    with pytest.raises(ToolArgumentError, match="not a parameter"):  # mistyped: not ours
+        plan.convert({"path": "a", "absolutePath": 3})

@@ -39,8 +39,8 @@ from .catalog import ToolsError
 
 #: Argument names that hold paths or locations in common tools, those the shipped ``paths``
 #: rules guard (``absolutePath`` is the adapters' absolute form of the path judged): declared
-#: optional ``String`` attributes of plugin and MCP tools whose schema allows arguments it does not
-#: declare (:func:`cedarlite.tools.params.input_type`).
+#: optional ``String`` attributes of plugin and MCP tools whose schema allows arguments it does
+#: not declare (:func:`cedarlite.tools.params.input_type`).
 PATH_ARGUMENTS: tuple[str, ...] = (
     "path", "absolutePath", "file_path", "filePath", "file", "directory", "cwd", "workdir", "url",
 )  # fmt: skip
@@ -96,7 +96,9 @@ class ArgumentPlan(NamedTuple):
                 value = params.get(name)
                 if isinstance(value, kind):
                     added[name] = value
-            params = {k: v for k, v in params.items() if k not in added}
+            closed = self.record[2] if self.record is not None else None
+            if closed is not None:  # a schema that refuses others: not these, unless declared
+                params = {k: v for k, v in params.items() if k not in added or k in closed}
         record = Record() if self.record is None else _record(params, self.record, "", self.tool)
         if added:
             record = Record({**record, **added})
