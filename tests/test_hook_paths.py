@@ -66,7 +66,11 @@ def test_search_tools_do_not_read_anywhere(project: Project) -> None:
     for (tool, tool_input), answer in zip(cases, hooks(project, cases), strict=True):
         assert answer.decision == "deny", (tool, tool_input, answer.reason)
         assert "fs.no-secrets" in answer.reason or "fs.no-broad-search" in answer.reason
+    # Without a root, Grep searches the working directory: a home is searched whole.
+    home = project.hook("Grep", {"pattern": "aws_secret", "output_mode": "content"}, cwd="/root")
+    assert home.decision == "deny" and "fs.no-broad-search" in home.reason, home.reason
     ok = [("Grep", {"pattern": "TODO", "path": "src", "glob": "*.py", "output_mode": "content"}),
+          ("Grep", {"pattern": "TODO"}),
           ("Glob", {"pattern": "src/**/*.py"})]  # fmt: skip
     for (tool, tool_input), answer in zip(ok, hooks(project, ok), strict=True):
         assert answer.decision == "allow", (tool, tool_input, answer.reason)

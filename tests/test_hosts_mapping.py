@@ -208,8 +208,10 @@ def test_the_absolute_path_sits_beside_the_path_on_every_call() -> None:
     assert mapped("Grep", {"pattern": "x", "path": "/usr/../etc"}, cwd="/w")[2] == (
         {"pattern": "x", "path": "/usr/../etc", "absolutePath": "/etc", "inWorkspace": False},
     )
+    # A search without a root searches the working directory: that is its `path`.
     assert mapped("Glob", {"pattern": "*"}, cwd="/w")[2] == (
-        {"pattern": "*", "absolutePath": "/w/*", "inWorkspace": True},
+        {"pattern": "*", "path": "/w", "absolutePath": "/w", "inWorkspace": True},
+        {"pattern": "*", "path": "/w", "absolutePath": "/w/*", "inWorkspace": True},
     )
     # What a caller sends under the adapters' names is replaced by theirs.
     assert (

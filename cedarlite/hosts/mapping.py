@@ -236,6 +236,8 @@ class HostMapping:
         entry = self.entries.get(tool_name)
         if entry is not None:
             renamed = [_rename(entry, p) for p in _split(entry, tool_input)]
+            if entry.tool in SEARCH_TOOLS:  # a search without a root searches the cwd
+                renamed = [_with_root(p, cwd) for p in renamed]
             params = _each_path(renamed, cwd, workspace, entry.paths)
             return MappedCall(tool_name, entry.tool, None, params)
         params = _each_path([tool_input], cwd, workspace, ())
@@ -293,6 +295,19 @@ def _split(entry: ToolMapping, tool_input: Any) -> list[Any]:
             raise MappingError(f"{entry.host}: `{entry.each}[{i}].{clash}` repeats `{clash}`")
         out.append({**common, **item})
     return out
+
+
+#: The OpenClaw tools of the table that search a directory: ``path`` is the root, and without
+#: one they search the working directory (Claude Code's Grep and Glob).
+SEARCH_TOOLS = frozenset({"grep", "glob"})
+
+
+def _with_root(params: Any, cwd: Any) -> Any:
+    """A search's arguments with its root: the ``path`` sent, or else the working directory
+    (so that the rules judge what it searches; a search of a home is one of every secret)."""
+    if not isinstance(params, Mapping) or "path" in params or not isinstance(cwd, str):
+        return params
+    return {**params, "path": cwd}
 
 
 def _rename(entry: ToolMapping, params: Any) -> Any:
