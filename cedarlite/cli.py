@@ -1293,6 +1293,11 @@ def _hook_parser(sub: Any) -> None:
         help="deny when no decision is made within S seconds (default 5)",
     )
     hc.add_argument(
+        "--no-service",
+        action="store_true",
+        help="decide in this process (default: ask the per-user decision service, start it)",
+    )
+    hc.add_argument(
         "--print-settings",
         action="store_true",
         help="check the configuration and rules, then print the settings.json snippet",

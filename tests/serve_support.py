@@ -213,3 +213,122 @@ def wait_for(predicate: Any, timeout: float = 10, step: float = 0.05) -> bool:
             return True
         time.sleep(step)
     return bool(predicate())
+
+
+# ---------------------------------------------------------------------------------------------
+# The socket and HTTP transports
+
+
+class SocketClient:
+    """One connection to ``serve --socket``: :meth:`ask` sends a request line, reads its
+    answer line."""
+
+    def __init__(self, path: str, timeout: float = 30) -> None:
+        import socket
+
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.reader = self.sock.makefile("rb")
+        self.next_id = 0
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def line(self) -> dict[str, Any]:
+        line = self.reader.readline()
+        assert line, "the service closed the connection"
+        value = json.loads(line)
+        assert isinstance(value, dict)
+        return value
+
+    def ask(self, op: str, **fields: Any) -> dict[str, Any]:
+        self.next_id += 1
+        self.send(json.dumps({"id": self.next_id, "op": op, **fields}).encode() + b"\n")
+        answer = self.line()
+        assert answer.pop("id") == self.next_id
+        return answer
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
+def short_dir() -> Path:
+    """A private directory with a short path (a socket path has at most 107 bytes)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="cl-serve-", dir="/tmp"))
+
+
+@contextlib.contextmanager
+def socket_service(
+    config: Path, *more: str, path: Path | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``serve --socket`` on a socket in a fresh private directory, ready (it answers
+    ``health``); stopped by process id."""
+    import shutil
+
+    directory = short_dir() if path is None else None
+    sock = str(path if path is not None else directory / "s.sock")  # type: ignore[operator]
+    args = serve_args(config, "--socket", sock, *more)
+    try:
+        with process(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+            errors = Lines(proc.stderr)
+
+            def ready() -> bool:
+                assert proc.poll() is None, b"".join(errors.queue.queue).decode()
+                try:
+                    client = SocketClient(sock, timeout=5)
+                except OSError:
+                    return False
+                client.close()
+                return True
+
+            assert wait_for(ready, timeout=60)
+            proc.errors = errors  # type: ignore[attr-defined]
+            yield proc, sock
+    finally:
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def http_service(config: Path, *more: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``serve --http 127.0.0.1:0``, ready; yields the process and ``host:port``."""
+    import re
+
+    args = serve_args(config, "--http", "127.0.0.1:0", *more)
+    with process(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+        errors = Lines(proc.stderr)
+        while True:
+            line = errors.next(timeout=60)
+            assert line, "the service ended"
+            found = re.search(rb"http://([0-9.]+:[0-9]+)", line)
+            if found:
+                break
+        proc.errors = errors  # type: ignore[attr-defined]
+        yield proc, found.group(1).decode()
+
+
+def http_ask(
+    address: str,
+    op: str,
+    body: Any = None,
+    *,
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
+    raw: bytes | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """One HTTP request (a new connection); the status and the JSON answer."""
+    import http.client
+
+    host, port = address.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        conn.request(method, f"/v1/{op}", body=data, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()

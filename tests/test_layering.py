@@ -338,6 +338,7 @@ HOOK_MODULES = frozenset(
         "cedarlite.hooks.approvals", "cedarlite.hooks.guard", "cedarlite.hooks.loops",
         "cedarlite.hooks.redact", "cedarlite.hooks.sqlite_store", "cedarlite.hooks.state",
         "cedarlite.hosts", "cedarlite.hosts.claude_code", "cedarlite.hosts.mapping",
+        "cedarlite.hosts.serve", "cedarlite.hosts.serve.client",
         "cedarlite.lexical", "cedarlite.request", "cedarlite.response", "cedarlite.shipped",
         "cedarlite.source", "cedarlite.tools", "cedarlite.tools.arguments",
         "cedarlite.tools.catalog", "cedarlite.tools.names", "cedarlite.values",

@@ -139,7 +139,12 @@ def _listen(args: argparse.Namespace) -> Any:
     if args.idle_exit < 0:
         raise UsageError("--idle-exit must be 0 (never) or a number of seconds")
     if args.http is not None:
-        host, _ = split_address(args.http)
+        from .http import split_address
+
+        try:
+            host, _ = split_address(args.http)
+        except ValueError as err:
+            raise UsageError(f"--http {err}") from None
         if host not in LOOPBACK and args.token_file is None:
             raise UsageError(
                 f"--http {args.http} is not a loopback address: give --token-file FILE"
@@ -149,17 +154,6 @@ def _listen(args: argparse.Namespace) -> Any:
     return Listen(
         args.stdio, args.socket, args.http, args.token_file, args.idle_exit, args.max_request_bytes
     )
-
-
-def split_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as ``(host, port)``; raises
-    :class:`UsageError`."""
-    host, sep, port = text.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise UsageError(f"--http `{text}`: expected HOST:PORT, e.g. 127.0.0.1:8181")
-    return host, int(port)
 
 
 def _log_to_stderr() -> None:

@@ -26,6 +26,7 @@ reads only ``action`` blocks). Answers are ASCII JSON.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -236,9 +237,12 @@ class Service:
 
     def __init__(self, guards: GuardSet) -> None:
         self.guards = guards
+        self._answered = itertools.count()
+        self.answered = 0  # requests answered so far (``health`` says it)
 
     def answer(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
         """The answer to one request (an error answer for a bad one); never raises."""
+        self.answered = next(self._answered) + 1
         try:
             check_fields(op, fields)
             return self._dispatch(op, fields)
@@ -288,7 +292,7 @@ class Service:
         if op == "is_authorized":
             return gen.is_authorized(fields)
         if op == "health":
-            return self.guards.health()
+            return {**self.guards.health(), "requests": self.answered}
         if op == "reload":
             return self.guards.reload_answer()
         if op.startswith("openclaw_"):

@@ -73,7 +73,7 @@ class TrackedService(Service):
             self.activity.touch()
 
 
-def make_transports(service: Service, listen: Listen) -> list[Transport]:
+def make_transports(service: Service, listen: Listen, claimed: Any = None) -> list[Transport]:
     """The transports ``listen`` asks for, bound and ready (raises ``OSError`` or a
     :class:`~cedarlite.errors.CedarliteError` when one cannot listen)."""
     transports: list[Transport] = []
@@ -82,8 +82,14 @@ def make_transports(service: Service, listen: Listen) -> list[Transport]:
 
         stdin, stdout = protocol_streams()
         transports.append(StdioTransport(service, stdin, stdout, listen.limit))
-    if listen.socket is not None or listen.http is not None:
-        raise OSError("the socket and HTTP transports are not built yet")  # (next commits)
+    if listen.socket is not None:
+        from .unix import UnixTransport
+
+        transports.append(UnixTransport(service, claimed, listen.limit))
+    if listen.http is not None:
+        from .http import HttpTransport
+
+        transports.append(HttpTransport(service, listen.http, listen.token_file, listen.limit))
     return transports
 
 
@@ -93,10 +99,15 @@ def serve(
     """Run the service until it is told to stop; returns the exit code (0). Raises a
     :class:`~cedarlite.errors.CedarliteError` when the files do not load (it never starts
     broken), ``OSError`` when it cannot listen."""
+    claimed = None
+    if listen.socket is not None:  # first: a second service for the socket ends here
+        from .unix import claim
+
+        claimed = claim(listen.socket)
     guards = GuardSet(options)
     activity = Activity()
     service = TrackedService(guards, activity)
-    transports = make_transports(service, listen)
+    transports = make_transports(service, listen, claimed)
     stop = threading.Event()
     _install_signals(stop, guards)
     threads = [threading.Thread(target=guards.watch, args=(stop,), daemon=True, name="watch")]
@@ -105,15 +116,7 @@ def serve(
     ]
     for thread in threads:
         thread.start()
-    where = ", ".join(
-        w
-        for w in (
-            "stdio" if listen.stdio else "",
-            f"unix:{listen.socket}" if listen.socket else "",
-            f"http://{listen.http}" if listen.http else "",
-        )
-        if w
-    )
+    where = ", ".join(_where(t) for t in transports)
     log.info("serving generation %d on %s", guards.current.number, where)
     if ready is not None:
         ready(where)
@@ -146,3 +149,12 @@ def _install_signals(stop: threading.Event, guards: GuardSet) -> None:
     signal.signal(signal.SIGINT, on_stop)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, on_hup)
+
+
+def _where(transport: Transport) -> str:
+    """Where a transport listens, for the log (an HTTP port 0 says which port it got)."""
+    path = getattr(transport, "path", None)
+    if path is not None:
+        return f"unix:{path}"
+    address = getattr(transport, "address", None)
+    return f"http://{address}" if address is not None else "stdio"
