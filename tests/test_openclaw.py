@@ -178,8 +178,9 @@ def test_tool_call_cannot_bypass_a_rule(service: Service) -> None:
         assert why in answer["reason"] or answer["deniedReason"] == why, answer
     hostile = before(service, event("tool_call", {"id": ["exec"]}))
     assert hostile["action"] == "block" and "`tool_call`" in hostile["reason"]
-    ok = before(service, event("tool_call", {"id": "read", "args": {"path": "src/a.py"}}))
-    assert ok["action"] == "allow"
+    through = {"id": "read", "args": {"path": "src/a.py"}}
+    ok = before(service, event("tool_call", through))
+    assert ok["action"] == "allow" and ok["params"] == through  # tool_call's own params
 
 
 def test_unreadable_events_block(service: Service) -> None:

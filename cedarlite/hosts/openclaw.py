@@ -123,11 +123,17 @@ def decided_call(event: Any, ctx: Any, agents: frozenset[str] = frozenset()) -> 
 
 
 def decide(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any,
-           agents: frozenset[str] = frozenset()) -> Outcome:  # fmt: skip
+           agents: frozenset[str] = frozenset()) -> tuple[Outcome, Any]:  # fmt: skip
     """The guard's outcome for one ``before_tool_call`` (``guard_for``: the guard of a run
-    context)."""
+    context), and the params the event's tool runs with: the outcome's, or for a
+    ``tool_call``, its own with the inner tool's arguments as the outcome says."""
     c = decided_call(event, ctx, agents)
-    return guard_for(c.context).before_tool_call(c.tool, c.params, c.call)
+    outcome = guard_for(c.context).before_tool_call(c.tool, c.params, c.call)
+    params = outcome.params
+    if event.get("toolName") == TOOL_CALL:
+        outer = event["params"]
+        params = outer if params == c.params else {**outer, "args": params}
+    return outcome, params
 
 
 def record(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any,
@@ -153,15 +159,15 @@ def record(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any
 # The service's OpenClaw operations
 
 
-def answer_json(outcome: Outcome) -> dict[str, Any]:
-    """The answer to ``openclaw_before_tool_call``: the guard's outcome, its ``reason`` as the
-    model or the person asked reads it (naming the deciding policies' ``@id`` s, or the
-    configuration layer that removed the tool)."""
+def answer_json(outcome: Outcome, params: Any) -> dict[str, Any]:
+    """The answer to ``openclaw_before_tool_call``: the guard's outcome (the call runs with
+    ``params``), its ``reason`` as the model or the person asked reads it (naming the deciding
+    policies' ``@id`` s, or the configuration layer that removed the tool)."""
     from .claude_code import _reason
 
     out: dict[str, Any] = {
         "action": outcome.action,
-        "params": outcome.params,
+        "params": params,
         "reason": None,
         "deniedReason": outcome.denied_reason,
         "policies": list(outcome.policies),
@@ -198,7 +204,7 @@ def service_answer(gen: _Generation, op: str, fields: Mapping[str, Any]) -> dict
     if op == AFTER:
         return {"ok": True, "recorded": record(gen.guard_for, event, ctx, agents)}
     try:
-        return answer_json(decide(gen.guard_for, event, ctx, agents))
+        return answer_json(*decide(gen.guard_for, event, ctx, agents))
     except OpenClawError as err:
         params = event.get("params") if isinstance(event, Mapping) else None
         return {"action": "block", "params": params, "reason": f"cedarlite: blocked: {err.message}",
