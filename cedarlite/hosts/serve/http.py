@@ -155,6 +155,9 @@ class HttpTransport:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Inherited by the accepted connections: an answer's head and body are two writes,
+        # which Nagle's algorithm would hold for the client's delayed ACK (~40 ms).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             sock.bind((host, port))
         except OSError:
