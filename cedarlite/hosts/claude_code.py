@@ -120,11 +120,14 @@ class HookConfig(NamedTuple):
     at: tuple[str, ...]  # where the tools configuration is in the file
 
     @classmethod
-    def read(cls, path: str, rules: Sequence[str] = ()) -> HookConfig:
+    def read(
+        cls, path: str, rules: Sequence[str] = (), *, ignore: Sequence[str] = ()
+    ) -> HookConfig:
         """Read the configuration file and the rule files (``cedarlite:NAME``: shipped).
 
         The file is ``{"config", "tools"?, "context"?, "claudeCode"?: {"tools": {...}}}`` or a
-        bare tools configuration. Raises :class:`HookError` (file, line and column).
+        bare tools configuration; keys in ``ignore`` are allowed and ignored (a scenario's
+        ``calls``). Raises :class:`HookError` (file, line and column).
         """
         text = _read(path, "configuration")
         data = load_json(text, path, HookError)
@@ -143,7 +146,7 @@ class HookConfig(NamedTuple):
         host: Any = {}
         if wrapped:
             for key in data:
-                if key not in CONFIG_KEYS:
+                if key not in CONFIG_KEYS and key not in ignore:
                     from ..tools.lint import did_you_mean
 
                     raise fail((key,), f"unknown key `{key}`", did_you_mean(key, CONFIG_KEYS))

@@ -31,7 +31,8 @@ def add_parser(sub: Any) -> None:
         "--config",
         required=True,
         metavar="FILE",
-        help='{"config", "tools", "context"} (as `tools check` and the Claude Code hook read)',
+        help='{"config", "tools", "context"} (as `tools check` and the Claude Code hook read; '
+        "cedarlite:coding-agent: the shipped example)",
     )
     sp.add_argument(
         "--rules",
@@ -102,8 +103,17 @@ def run(args: argparse.Namespace) -> int:
     from .service import serve
 
     _log_to_stderr()
+    config = args.config
+    if config.startswith("cedarlite:"):  # a shipped example scenario
+        from ... import shipped
+
+        try:
+            config = str(shipped.example_path(config))
+        except CedarliteError as err:
+            print(err.render(), file=sys.stderr)
+            return 3
     options = ServeOptions(
-        args.config,
+        os.path.abspath(config),
         tuple(args.rules),
         tuple(args.policies),
         args.state_dir,

@@ -102,7 +102,10 @@ class Generation:
         self.directory = directory
         self.stamps = stamps
         self.loaded_at = time.time()
-        self.config = HookConfig.read(options.config, options.rules)
+        # A scenario file (`tools check`'s, with `calls`) serves as is; the Claude Code
+        # hook's service reads the file exactly as the hook does.
+        ignore = () if options.claude_code else ("calls",)
+        self.config = HookConfig.read(options.config, options.rules, ignore=ignore)
         self.rule_sets = self.config.rule_sets()
         self.policies = _load_policies(options.policies) if options.policies else None
         self._lock = threading.Lock()
