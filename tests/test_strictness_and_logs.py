@@ -1,0 +1,140 @@
+"""Issue 23, items 6-8: what the decision log redacts (keys and every text field), strict
+reading of ``loopDetection``, tool lists and Claude Code argument maps, and the replay of a
+Claude Code hook's own log. Findings that came through the hook run the hook as a subprocess,
+with payloads shaped as Claude Code sends them (docs/strictness-and-logs.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cedarlite.hooks import Guard, MemorySessionStore
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "claude-code"
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+SESSION = "6f1c2d9e-0b7a-4c1e-9d3f-2a5b8c7e1f00"
+TOKEN = "ghp_" + "Z" * 36
+RULES = ("cedarlite:exec-commands", "cedarlite:paths")
+
+
+def cedarlite(
+    *args: str, stdin: str = "", cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """One cedarlite process (stopped by its id if it outlives the timeout)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cedarlite", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=cwd,
+    )
+    try:
+        out, err = proc.communicate(stdin, timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project with the shipped example's .claude/ files."""
+    root = tmp_path / "app"
+    (root / ".claude").mkdir(parents=True)
+    for name in ("cedarlite.json", "rules.cedar"):
+        shutil.copy(EXAMPLE / name, root / ".claude" / name)
+    return root
+
+
+def hook_args(root: Path, *extra: str) -> list[str]:
+    rules = [*RULES, str(root / ".claude" / "rules.cedar")]
+    return [
+        "hook",
+        "claude-code",
+        "--config",
+        str(root / ".claude" / "cedarlite.json"),
+        *(a for r in rules for a in ("--rules", r)),
+        "--state-dir",
+        str(root.parent / "state"),
+        *extra,
+    ]
+
+
+def hook(root: Path, tool: str, tool_input: Any, *extra: str) -> dict[str, Any]:
+    """A PreToolUse event through the hook process; its hookSpecificOutput."""
+    event = {
+        "session_id": SESSION,
+        "transcript_path": f"/home/u/.claude/projects/-app/{SESSION}.jsonl",
+        "cwd": str(root),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_01ABCDEF",
+    }
+    done = cedarlite(*hook_args(root, *extra), stdin=json.dumps(event))
+    assert done.returncode == 0, done.stderr
+    out: dict[str, Any] = json.loads(done.stdout)["hookSpecificOutput"]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The decision log: keys and every text field are redacted
+
+
+def test_hook_log_redacts_keys_and_reasons_that_quote_a_value(project: Path) -> None:
+    log = project.parent / "decisions.jsonl"
+    # A token as an object key (an MCP tool's free-form arguments).
+    hook(project, "mcp__github__create_issue",
+         {"repo": "acme/app", "title": "t", "labels": {TOKEN: "x"}},
+         "--decision-log", str(log))  # fmt: skip
+    # A token that an error message quotes: `host` is an enum, the message says the value.
+    answer = hook(project, "Bash", {"command": "ls", "host": TOKEN}, "--decision-log", str(log))
+    assert answer["permissionDecision"] == "deny"
+    text = log.read_text()
+    assert TOKEN not in text
+    first, second = (json.loads(line) for line in text.splitlines())
+    assert first["params"]["labels"] == {"[REDACTED]": "x"}
+    assert "/params/labels/[REDACTED]" in first["redacted"]
+    assert "[REDACTED]" in second["reason"] or any(
+        "[REDACTED]" in e["message"] for e in second["errors"]
+    )
+
+
+def test_every_text_field_of_a_log_line_is_scrubbed(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    rules = """
+    @id("no-tokens") @reason("commands may not hold ghp_ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ")
+    forbid (principal, action == Action::"exec", resource) when { resource.command like "*ghp_*" };
+    """
+    guard = Guard(
+        {"tools": {"profile": "coding"}},
+        [{"name": "exec"}],
+        {"senderIsOwner": True},
+        rules=rules,
+        decision_log=log,
+        session_store=MemorySessionStore(),
+    )
+    guard.before_tool_call("exec", {"command": "ls", "host": TOKEN}, None)
+    guard.before_tool_call("exec", {TOKEN: "x", "command": "ls", "n": [1]}, None)  # the walk
+    guard.before_tool_call("exec", {TOKEN: "x", "command": "ls"}, None)  # the flat path
+    guard.before_tool_call("exec", {"command": "echo ghp_" + "Y" * 36}, None)
+    guard.close()
+    text = log.read_text()
+    assert TOKEN not in text and "ghp_" + "Y" * 36 not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert "[REDACTED]" in lines[0]["reason"]
+    assert lines[1]["params"]["[REDACTED]"] == "x" and lines[2]["params"]["[REDACTED]"] == "x"
+    assert lines[1]["redacted"] == lines[2]["redacted"] == ["/params/[REDACTED]"]
+    assert lines[3]["reason"] == "commands may not hold [REDACTED]"
