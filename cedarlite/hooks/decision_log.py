@@ -166,10 +166,7 @@ def log_line(
     from ``params_json`` and ``context_json`` (which the caller redacted): a reason or an error
     message may quote an argument, an approval its description."""
     failed = ",".join([f'{{"policy":{_safe(p)},"message":{_safe(m)}}}' for p, m in errors])
-    if approvals:
-        approvals_json = _json.encode(list(approvals), redact=True)[0]
-    else:
-        approvals_json = "[]"
+    approvals_json = _json.encode(list(approvals), redact=True)[0] if approvals else "[]"
     return (
         f'{{"v":{VERSION},"ts":"{timestamp(ts)}","session":{_text(session)},'
         f'"run":{_text(run)},"call_id":{_text(call_id)},"agent":{_safe(agent)},'
