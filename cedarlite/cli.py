@@ -353,7 +353,9 @@ class _Scenario:
     def render(self, issue: Any) -> str:
         """A lint finding located in the file it came from."""
         loc = tuple(issue.loc)
-        if loc[:1] == ("context",):
+        if getattr(issue, "in_tool_list", False) and self.config_at:  # beside `config`
+            doc = self.doc
+        elif loc[:1] == ("context",):
             if self.context_doc is not None:
                 doc, loc = self.context_doc, loc[1:]
             else:

@@ -138,3 +138,156 @@ def test_every_text_field_of_a_log_line_is_scrubbed(tmp_path: Path) -> None:
     assert lines[1]["params"]["[REDACTED]"] == "x" and lines[2]["params"]["[REDACTED]"] == "x"
     assert lines[1]["redacted"] == lines[2]["redacted"] == ["/params/[REDACTED]"]
     assert lines[3]["reason"] == "commands may not hold [REDACTED]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Strict reading: loopDetection, tool lists, Claude Code argument maps
+
+LOOP_MISTAKES = [
+    ({"enable": True}, "tools.loopDetection.enable", "did you mean `enabled`?"),
+    ({"enabeld": True}, "tools.loopDetection.enabeld", "did you mean `enabled`?"),
+    ({"enabled": "yes"}, "tools.loopDetection.enabled", "write `true`"),
+    ({"enabled": 1}, "tools.loopDetection.enabled", "write `true`"),
+    ({"enabled": "true"}, "tools.loopDetection.enabled", "write `true` without quotes"),
+    (
+        {"enabled": True, "detectors": {"pingpong": False}},
+        "tools.loopDetection.detectors.pingpong",
+        "did you mean `pingPong`?",
+    ),
+    (
+        {"enabled": True, "detectors": {"genericRepeat": "off"}},
+        "tools.loopDetection.detectors.genericRepeat",
+        "write `false`",
+    ),
+    (
+        {"warningThreshold": "10"},
+        "tools.loopDetection.warningThreshold",
+        "write `10` without quotes",
+    ),
+    ({"historySize": 2.5}, "tools.loopDetection.historySize", None),
+    ({"criticalThreshold": 0}, "tools.loopDetection.criticalThreshold", None),
+]
+
+
+@pytest.mark.parametrize(("loops", "path", "hint"), LOOP_MISTAKES)
+def test_loop_detection_mistakes_are_errors(loops: dict[str, Any], path: str, hint: str) -> None:
+    from cedarlite.tools import ConfigError, lint_config
+
+    config = {"tools": {"profile": "coding", "loopDetection": loops}}
+    (finding,) = lint_config(config)
+    assert (finding.path, finding.severity, finding.help) == (path, "error", hint)
+    with pytest.raises(ConfigError, match=path.replace(".", r"\.")):
+        Guard(config, [{"name": "exec"}], {})
+    agent = {"agents": {"list": [{"id": "main", "tools": {"loopDetection": loops}}]}}
+    (finding,) = lint_config(agent)
+    assert finding.path == "agents.list[0]." + path
+
+
+def test_good_loop_detection_settings_have_no_findings() -> None:
+    from cedarlite.tools import lint_config
+
+    loops = {
+        "enabled": False,
+        "historySize": 40,
+        "warningThreshold": 5.0,
+        "criticalThreshold": 8,
+        "globalCircuitBreakerThreshold": 12,
+        "detectors": {"genericRepeat": False, "knownPollNoProgress": True, "pingPong": True},
+    }
+    assert lint_config({"tools": {"loopDetection": loops}}) == ()
+
+
+def test_tools_lint_cli_reports_loop_detection_and_tool_list_mistakes(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(
+        '{"config": {"tools": {"profile": "coding",\n'
+        '                      "loopDetection": {"enable": true}}},\n'
+        ' "tools": [{"name": "exec"},\n'
+        '           {"nam": "read"}]}\n'
+    )
+    done = cedarlite("tools", "lint", str(scenario))
+    assert done.returncode == 3, done.stdout + done.stderr
+    out = done.stdout
+    assert "scenario.json:2:41: error[unknown-key]: `tools.loopDetection.enable`" in out
+    assert "did you mean `enabled`?" in out
+    assert "scenario.json:4:13: error[unknown-key]: `tools[1].nam`" in out
+    assert "did you mean `name`?" in out
+    assert "a tool needs a `name`" in out
+
+
+def test_a_tool_without_a_name_never_makes_a_guard_with_no_tools() -> None:
+    from cedarlite.tools import ConfigError
+
+    with pytest.raises(ConfigError, match=r"tools\[0\]"):
+        Guard({"tools": {"profile": "coding"}}, [{"nam": "read"}], {})
+    with pytest.raises(ConfigError, match=r"did you mean `pluginId`\?"):
+        Guard({}, [{"name": "x__y", "pluginid": "bundle-mcp"}], {})
+    with pytest.raises(ConfigError, match=r"tools\[0\]\.optional"):
+        Guard({}, [{"name": "x", "pluginId": "p", "optional": "true"}], {})
+
+
+def _hook_config(project: Path, edit: Any) -> Path:
+    data = json.loads((project / ".claude" / "cedarlite.json").read_text())
+    edit(data)
+    path = project / ".claude" / "edited.json"
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def _notebook(data: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = data["claudeCode"]["tools"]["NotebookEdit"]
+    return entry
+
+
+MAP_MISTAKES = [
+    # a path argument the path rules would never see
+    (lambda d: _notebook(d).update(paths=["pth"]), "paths[0]", "did you mean `path`?"),
+    (lambda d: _notebook(d).update(paths=["notebook_path"]), "renamed to `path`", "name `path`"),
+    # a rename to a near miss: every call denied
+    (
+        lambda d: _notebook(d)["arguments"].update(new_source="contnet"),
+        "`contnet` is not a parameter of `write`",
+        "did you mean `content`?",
+    ),
+    (
+        lambda d: d["claudeCode"]["tools"].update(
+            NotebokEdit=d["claudeCode"]["tools"]["NotebookEdit"]
+        ),
+        "`NotebokEdit` is not a Claude Code tool",
+        "did you mean `NotebookEdit`?",
+    ),
+    (
+        lambda d: _notebook(d).update(argumnets=_notebook(d).pop("arguments")),
+        "unknown key `argumnets`",
+        "did you mean `arguments`?",
+    ),
+    (
+        lambda d: d["config"]["tools"].update(loopDetection={"enabeld": True}),
+        "tools.loopDetection.enabeld",
+        "did you mean `enabled`?",
+    ),
+    (
+        lambda d: d["tools"][0].update(pluginid=d["tools"][0].pop("pluginId")),
+        "`tools[0].pluginid`",
+        "did you mean `pluginId`?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "text", "hint"), MAP_MISTAKES)
+def test_print_settings_refuses_hook_config_mistakes(
+    project: Path, edit: Any, text: str, hint: str
+) -> None:
+    config = _hook_config(project, edit)
+    args = hook_args(project, "--print-settings")
+    args[args.index("--config") + 1] = str(config)
+    done = cedarlite(*args)
+    assert done.returncode in (1, 3), done.stdout
+    assert text in done.stderr and hint in done.stderr, done.stderr
+    assert "edited.json:" in done.stderr  # located in the file
+    assert done.stdout == ""
+
+
+def test_the_shipped_hook_config_is_accepted(project: Path) -> None:
+    done = cedarlite(*hook_args(project, "--print-settings"))
+    assert done.returncode == 0, done.stderr

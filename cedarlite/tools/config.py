@@ -33,6 +33,19 @@ from ..errors import CedarliteError
 from ..source import Span
 from ..values import I64_MAX
 
+#: ``loopDetection``'s thresholds and their defaults (spec §11.2), and its detectors: the keys
+#: the hooks read and the strict reading checks.
+LOOP_DEFAULTS: Mapping[str, int] = {
+    "historySize": 30,
+    "warningThreshold": 10,
+    "criticalThreshold": 20,
+    "globalCircuitBreakerThreshold": 30,
+}
+LOOP_DETECTORS = ("genericRepeat", "knownPollNoProgress", "pingPong")
+
+#: The first step of the path of a finding on the run's tool list (``tools[0].name``).
+TOOL_LIST = "tools"
+
 
 class ConfigError(CedarliteError):
     """A tools configuration that cannot be read (or, in strict mode, has ill-typed values).
@@ -73,6 +86,12 @@ class ConfigIssue:
     severity: Severity = "error"
     code: str = "invalid-value"
     on_key: bool = False
+
+    @property
+    def in_tool_list(self) -> bool:
+        """Whether the finding is on the run's tool list (``tools[0].name``), not on the
+        configuration (whose ``tools`` section is an object)."""
+        return len(self.loc) > 1 and self.loc[0] == TOOL_LIST and isinstance(self.loc[1], int)
 
     @property
     def path(self) -> str:
