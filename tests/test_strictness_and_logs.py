@@ -291,3 +291,93 @@ def test_print_settings_refuses_hook_config_mistakes(
 def test_the_shipped_hook_config_is_accepted(project: Path) -> None:
     done = cedarlite(*hook_args(project, "--print-settings"))
     assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Replaying a Claude Code hook's log with the hook's own files
+
+
+def test_a_hook_log_replays_with_the_hooks_own_files(project: Path) -> None:
+    log = project.parent / "hook.jsonl"
+    calls = [
+        ("Bash", {"command": "git status"}),
+        ("Bash", {"command": "rm -rf /"}),
+        ("Read", {"file_path": str(project / "README.md")}),
+        ("TodoWrite", {"todos": []}),
+        ("mcp__github__create_issue", {"repo": "acme/app", "title": "t"}),
+        ("mcp__github__merge_pull_request", {"pr": 1}),  # named by the rules: `ask`
+        ("mcp__fs__read_file", {"path": "/etc/passwd"}),  # added when called
+    ]
+    for tool, tool_input in calls:
+        hook(project, tool, tool_input, "--decision-log", str(log))
+    config = str(project / ".claude" / "cedarlite.json")
+    rules = [*RULES, str(project / ".claude" / "rules.cedar")]
+    args = ["replay", "--log", str(log), "--config", config, "--scheduler", "sync", "--json"]
+    done = cedarlite(*args, *(a for r in rules for a in ("--rules", r)))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["lines"] == len(calls)
+    assert report["transitions"] == {}, report
+    assert report["compared"] == len(calls)
+    # A changed rule shows as a change of that call alone.
+    stricter = project / ".claude" / "stricter.cedar"
+    stricter.write_text('forbid (principal, action == Action::"todowrite", resource);\n')
+    done = cedarlite(*args, *(a for r in [*rules, str(stricter)] for a in ("--rules", r)))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["transitions"] == {"allow->block": 1}
+
+
+def test_a_hook_config_mistake_refuses_the_replay(project: Path) -> None:
+    log = project.parent / "hook.jsonl"
+    log.write_text("")
+    config = _hook_config(project, lambda d: _notebook(d).update(paths=["pth"]))
+    done = cedarlite("replay", "--log", str(log), "--config", str(config), "--scheduler", "sync")
+    assert done.returncode == 3 and "did you mean `path`?" in done.stderr, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/strictness-and-logs.md: its code blocks run (COORDINATION.md's rules for doc blocks)
+
+DOC = ROOT / "docs" / "strictness-and-logs.md"
+
+
+def _blocks(kind: str) -> list[str]:
+    text = DOC.read_text(encoding="utf-8")
+    out, current = [], None
+    for line in text.splitlines():
+        if current is None and line.strip() == "```" + kind:
+            current = []
+        elif current is not None and line.strip() == "```":
+            out.append("\n".join(current))
+            current = None
+        elif current is not None:
+            current.append(line)
+    return out
+
+
+def test_the_docs_recipes_run(tmp_path: Path) -> None:
+    (block,) = _blocks("bash")
+    env = {**ENV, "HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:{ENV['PATH']}"}
+    proc = subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "4 calls compared: 4 unchanged, 0 changed" in out, out
+    namespace: dict[str, Any] = {}
+    for code in _blocks("python"):
+        exec(compile(code, str(DOC), "exec"), namespace)  # the page's own example
+    from cedarlite import PolicySet
+
+    for code in _blocks("cedar"):
+        assert PolicySet.from_str(code).policies

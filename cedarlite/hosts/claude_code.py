@@ -173,11 +173,11 @@ class HookConfig(NamedTuple):
         )
 
     def catalog(
-        self, call: MappedCall | None, named: Sequence[str] = ()
+        self, call: MappedCall | None, named: Sequence[str] = (), calls: Sequence[MappedCall] = ()
     ) -> list[Mapping[str, Any]]:
         """The run's tools: the host's built-ins, the configuration's ``tools`` (which replace
         built-ins of the same name), the MCP tools ``named`` by the rules, and the called tool
-        when it is none of these."""
+        (and the other ``calls``' tools: a replay's) when it is none of these."""
         tools: dict[str, Mapping[str, Any]] = {t["name"]: t for t in self.mapping.catalog()}
         for t in self.tools:
             tools.pop(t["name"], None)
@@ -187,8 +187,10 @@ class HookConfig(NamedTuple):
             if name not in names:
                 out.append({"name": name, "pluginId": BUNDLE_MCP})
                 names.add(name)
-        if call is not None and call.tool not in names:
-            out.append(call.tool_entry())
+        for c in (call, *calls) if call is not None else calls:
+            if c.tool not in names:
+                out.append(c.tool_entry())
+                names.add(c.tool)
         return out
 
     def check(self) -> None:
