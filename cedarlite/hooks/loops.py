@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..tools.config import LOOP_DEFAULTS, LOOP_DETECTORS
+from ..tools.catalog import LOOP_DEFAULTS, LOOP_DETECTORS
 from ..tools.names import js_trim, js_truthy
 from . import _json
 

@@ -33,16 +33,6 @@ from ..errors import CedarliteError
 from ..source import Span
 from ..values import I64_MAX
 
-#: ``loopDetection``'s thresholds and their defaults (spec §11.2), and its detectors: the keys
-#: the hooks read and the strict reading checks.
-LOOP_DEFAULTS: Mapping[str, int] = {
-    "historySize": 30,
-    "warningThreshold": 10,
-    "criticalThreshold": 20,
-    "globalCircuitBreakerThreshold": 30,
-}
-LOOP_DETECTORS = ("genericRepeat", "knownPollNoProgress", "pingPong")
-
 #: The first step of the path of a finding on the run's tool list (``tools[0].name``).
 TOOL_LIST = "tools"
 

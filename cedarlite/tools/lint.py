@@ -34,13 +34,13 @@ from .catalog import (
     CORE_GROUPS,
     CORE_TOOL_IDS,
     GROUP_PLUGINS,
+    LOOP_DEFAULTS,
+    LOOP_DETECTORS,
     OWNER_ONLY_TOOLS,
     PROFILES,
     ToolCatalog,
 )
 from .config import (
-    LOOP_DEFAULTS,
-    LOOP_DETECTORS,
     TOOL_LIST,
     ConfigError,
     ConfigIssue,
