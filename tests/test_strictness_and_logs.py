@@ -293,6 +293,25 @@ def test_the_shipped_hook_config_is_accepted(project: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.parametrize(("edit", "text", "hint"), MAP_MISTAKES)
+def test_tools_lint_reports_hook_config_mistakes(
+    project: Path, edit: Any, text: str, hint: str
+) -> None:
+    done = cedarlite("tools", "lint", str(_hook_config(project, edit)))
+    assert done.returncode == 3, done.stdout
+    assert text in done.stdout and hint in done.stdout, done.stdout
+    assert "edited.json:" in done.stdout and "1 error" in done.stdout
+
+
+def test_tools_lint_reads_a_hook_config_with_the_hooks_catalog(project: Path) -> None:
+    """The extra `tools` are additions to Claude Code's built-ins: `glob`, `grep` and
+    `todowrite` in `alsoAllow` match tools of the run."""
+    done = cedarlite("tools", "lint", str(project / ".claude" / "cedarlite.json"))
+    assert done.returncode == 0, done.stdout
+    assert "`glob` matches no tool" not in done.stdout
+    assert done.stdout.strip().endswith("0 errors, 1 warning")  # github__delete_*: none yet
+
+
 # ---------------------------------------------------------------------------------------------
 # Replaying a Claude Code hook's log with the hook's own files
 

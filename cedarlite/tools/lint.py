@@ -569,13 +569,15 @@ def lint_config(
     config: Mapping[str, Any] | str | None,
     tools: Iterable[Mapping[str, Any]] | ToolCatalog | None = None,
     context: Mapping[str, Any] | None = None,
+    *,
+    check_tools: bool = True,
 ) -> tuple[ConfigIssue, ...]:
     """Every finding on a tools configuration (and a run context), in document order.
 
     ``tools`` (the run's tools or a :class:`ToolCatalog`) is what list entries are checked
-    against (the 32 core tools without it), and is checked itself (:func:`tool_issues`, paths
-    ``tools[i]...``); ``context`` (a run context, spec §4.3) is checked too, its findings'
-    paths starting with ``context``. Each finding is a
+    against (the 32 core tools without it), and, with ``check_tools``, is checked itself
+    (:func:`tool_issues`, paths ``tools[i]...``); ``context`` (a run context, spec §4.3) is
+    checked too, its findings' paths starting with ``context``. Each finding is a
     :class:`~cedarlite.tools.ConfigIssue` with ``severity`` ``"error"`` or ``"warning"``,
     ``path``, ``message`` and ``help``. Raises :class:`~cedarlite.tools.ConfigError` only for
     a configuration that is not a JSON object.
@@ -587,7 +589,7 @@ def lint_config(
     linter = _Linter(catalog)
     linter.section(raw, ROOT, ())
     findings = list(linter.out)
-    if tools is not None:
+    if tools is not None and check_tools:
         findings += tool_issues(linter.catalog)
     if context is not None:
         findings += context_issues(context, set(linter.agents))
