@@ -467,9 +467,8 @@ class _Linter:
         self.out.append(
             _error(
                 loc,
-                f"expected a whole number above 0, not `{_clip(json.dumps(value))}`; the spec "
-                "reads the "
-                f"default {default}",
+                f"expected a whole number above 0, not `{_clip(json.dumps(value, default=repr))}`"
+                f"; the spec reads the default {default}",
                 _coerce_hint(value, "integer"),
                 code="wrong-type",
             )
