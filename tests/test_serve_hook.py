@@ -470,3 +470,23 @@ def test_the_client_reads_the_command_line_as_the_hook_does(
     ):
         target, rest = client.read_target(words)
         assert target is None and "--no-service" not in rest
+
+
+def test_a_service_that_cannot_start_is_not_started_at_every_call() -> None:
+    with new_hook() as hook:
+        broken = hook.root / "broken.json"
+        broken.write_text('{"config": {"tools": {"profile": "codin"}}}')
+        event = hook.event("Bash", {"command": "ls"})
+        for _ in range(2):  # the first creates the state directory, the second starts one
+            answer = hook.run(event, config=broken)
+            assert answer.decision == "deny" and "codin" in answer.stdout
+        assert wait_for(lambda: list(hook.serve_dir().glob("*.failed")) != [], timeout=60)
+        (failed,) = hook.serve_dir().glob("*.failed")
+        assert "codin" in failed.read_text()
+        assert wait_for(lambda: hook.service_pids() == [], timeout=30)
+        (log,) = hook.serve_dir().glob("*.log")
+        size = log.stat().st_size
+        for _ in range(3):
+            assert hook.run(event, config=broken).decision == "deny"
+        time.sleep(1)
+        assert log.stat().st_size == size and hook.service_pids() == []
