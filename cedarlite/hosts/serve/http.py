@@ -33,6 +33,10 @@ log = _log.get_logger("cedarlite.serve")
 #: Requests decided at once (the others wait in the event loop, costing no thread).
 WORKERS = 16
 
+#: A request body must arrive within this many seconds (a stalled client is answered with
+#: an error and its connection closed).
+BODY_SECONDS = 30.0
+
 #: The HTTP paths: ``/v1/<operation>`` (``claude_code_hook`` is the Unix socket's alone).
 PATHS = {f"/v1/{op}": op for op in OPERATIONS if op != "claude_code_hook"}
 
@@ -114,7 +118,12 @@ class App:
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), BODY_SECONDS)
+            except TimeoutError:
+                raise ProtocolError(
+                    f"the request body did not arrive within {BODY_SECONDS:g} s"
+                ) from None
             if message["type"] == "http.disconnect":
                 raise ProtocolError("the client went away")
             chunk = message.get("body", b"")
