@@ -10,7 +10,8 @@ size limit), 422 (a reload whose files do not load), 409 (``is_authorized`` with
 
 uvicorn (``pip install 'cedarlite[serve]'``) parses HTTP and keeps each connection in its
 event loop, so a slow client costs a coroutine, not a thread, and never delays another
-client's answer; the decisions themselves run in a thread pool. The service listens on
+client's answer. Decisions take microseconds and run on the event loop; with the session
+state in SQLite (which may wait for another process) they run in a thread pool. The service listens on
 loopback unless ``--token-file`` is given; with it, every request must carry ``Authorization:
 Bearer <token>`` (compared in constant time).
 """
