@@ -287,8 +287,8 @@ def _requests(calls: list[tuple[Any, str, Any]]) -> Iterator[tuple[Any, Any, Any
     """(guard, Cedar request, call entity) of each call the run offers with valid arguments,
     built by cedarlite's tool layer (the bench reaches into the guard)."""
     from cedarlite import Request
+    from cedarlite.data.values import Record
     from cedarlite.tools.params import ToolArgumentError, call_arguments, call_entity
-    from cedarlite.values import Record
 
     for guard, tool, params in calls:
         info = guard._by_norm.get(tool)
@@ -308,7 +308,7 @@ def _requests(calls: list[tuple[Any, str, Any]]) -> Iterator[tuple[Any, Any, Any
 def _bare_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
     """(compiled policies, request, entities) of the calls the guard takes to Cedar: what the
     guard's decision costs without the guard."""
-    from cedarlite.entities import overlay_closed
+    from cedarlite.data.entities import overlay_closed
 
     out = []
     for guard, request, entity in _requests(calls):
@@ -318,7 +318,7 @@ def _bare_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def _cedarpy_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
-    from cedarlite.values import to_json_value
+    from cedarlite.data.values import to_json_value
 
     out = []
     handles: dict[int, Any] = {}

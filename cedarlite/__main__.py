@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if options is not None:
             run_process(options)
         gc.enable()
-    from .cli import main as cli_main
+    from .cli.main import main as cli_main
 
     return cli_main(words)
 

@@ -9,7 +9,7 @@ decides the match: O(n·m) at worst for a string of length n and a pattern of le
 practice, and never the exponential backtracking of a regex with several ``.*``.
 
 Patterns are compiled once into :data:`Segments` (the AST keeps ``like`` patterns as tuples
-of literal strings and :data:`~cedarlite.ast.WILDCARD`; tool globs are plain text).
+of literal strings and :data:`~cedarlite.lang.ast.WILDCARD`; tool globs are plain text).
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .data.request import parse_entity_uid
+from .data.values import EntityUID
 from .errors import CedarliteError, PolicySetError
-from .request import parse_entity_uid
-from .values import EntityUID
 
 if TYPE_CHECKING:
-    from .ast import Policy, Scope
+    from .lang.ast import Policy, Scope
 
 
 class PolicyOrigin(NamedTuple):
@@ -98,7 +98,7 @@ class PolicySet:
         if self._pending is not None:
             with self._lock:
                 if self._pending is not None:
-                    from ._shapes import parse_fast
+                    from .lang.parse.shapes import parse_fast
 
                     text, strict = self._pending
                     self._loaded = self._index(tuple(parse_fast(text, self.source, strict=strict)))
@@ -123,7 +123,7 @@ class PolicySet:
         Raises :class:`~cedarlite.ParseError` (and :class:`~cedarlite.PolicySetError` for two
         policies with the same ``@id``).
         """
-        from ._shapes import parse_fast
+        from .lang.parse.shapes import parse_fast
 
         policies = parse_fast(text, source, strict=strict)
         positional = None
@@ -158,8 +158,8 @@ class PolicySet:
         if cache_dir is None or cache_dir is False or id_annotations:
             return cls.from_str(text, name, strict=strict, id_annotations=id_annotations)
         from ._cache_dir import ensure_private, private_dir
-        from .compiler import compiled
-        from .compiler.cache import load_compiled, store_compiled
+        from .engine.compiler import compiled
+        from .engine.compiler.cache import load_compiled, store_compiled
 
         directory = private_dir("policies") if cache_dir is True else ensure_private(cache_dir)
         index = load_compiled(directory, text, strict)
@@ -224,14 +224,14 @@ class PolicySet:
         Policy ids are the JSON object keys (a single policy is ``policy0``). Raises
         :class:`~cedarlite.ParseError` naming the JSON path (and line and column, for text).
         """
-        from .est import policy_set_from_json
+        from .lang.est import policy_set_from_json
 
         return policy_set_from_json(data, cls, source, strict=strict)
 
     def to_json(self) -> dict[str, Any]:
         """Cedar's JSON policy format (EST) of the set, as Rust's ``PolicySet::to_json`` writes
         it: ``{"templates", "staticPolicies", "templateLinks"}`` (``json.dumps`` it to save)."""
-        from .est import policy_set_to_json
+        from .lang.est import policy_set_to_json
 
         try:
             return policy_set_to_json(self)
@@ -285,7 +285,7 @@ class PolicySet:
         start = policy.span.start
         # Pad so that lines and columns come out as in the original text.
         padded = "\n" * (policy.span.line - 1) + " " * (policy.span.column - 1)
-        from .parser import parse_policies
+        from .lang.parse import parse_policies
 
         (reparsed,) = parse_policies(padded + text[start : policy.span.end], source)
         return replace(reparsed, id=policy.id)
@@ -406,7 +406,7 @@ class PolicySet:
 
     def to_cedar(self) -> str:
         """Canonical Cedar text of the whole set (templates included, links not)."""
-        from .printer import print_policies
+        from .lang.printer import print_policies
 
         return print_policies(p for p in self._policies if p.template_id is None)
 
@@ -529,7 +529,7 @@ def _as_uid(value: Any, slot: str) -> EntityUID:
 
 
 def _fill(scope: Scope, links: Mapping[str, EntityUID]) -> Scope:
-    from .ast import ScopeOp, SlotId  # linking only: a set loaded from a cache has no AST
+    from .lang.ast import ScopeOp, SlotId  # linking only: a set loaded from a cache has no AST
 
     slot = scope.slot
     if slot is None:

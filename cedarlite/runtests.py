@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .authorizer import Decision, Response, is_authorized
-from .entities import Entities, load_json
+from .data.entities import Entities
+from .data.jsonvalue import load_json
 from .errors import CedarliteError
 from .policyset import PolicySet
 

@@ -769,8 +769,8 @@ def test_call_entities_never_leak_between_calls_or_tools():
 
 
 def test_a_closed_overlay_is_the_overlay_of_the_call_entity():
-    from cedarlite.entities import Entity, overlay_closed
-    from cedarlite.values import Record
+    from cedarlite.data.entities import Entity, overlay_closed
+    from cedarlite.data.values import Record
 
     guard = make()
     base = guard._entities
@@ -832,7 +832,7 @@ def test_a_malformed_call_fails_closed_and_says_why(call, error):
 def test_outcomes_are_outcomes_field_by_field():
     # `_allow` and `_block` build the named tuple from a plain tuple: the fields land where
     # the constructor puts them.
-    from cedarlite.hooks.guard import Outcome, _Call
+    from cedarlite.guard.pipeline import Outcome, _Call
 
     guard = make()
     c = _Call("Exec", {"command": "ls"}, CALL)

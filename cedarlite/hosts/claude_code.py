@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from .. import _cache_dir, _log
 from .._sha import sha256
-from ..entities import load_json
+from ..data.jsonvalue import load_json
 from ..errors import CacheError, CedarliteError
-from ..hooks import Guard, Outcome
-from ..hooks.sqlite_store import SQLiteSessionStore
+from ..guard import Guard, Outcome
+from ..guard.sqlite_store import SQLiteSessionStore
 from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
 from .mapping import HostMapping, MappedCall, MappingError, absolute_path, clean_path
@@ -77,7 +77,9 @@ CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
 _MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_SNAPSHOT_FORMAT = 4  # 4: guards share per-tool call entities across run contexts
+# 4: guards share per-tool call entities across run contexts; 5: the guard and the classes it
+# holds moved to cedarlite.guard, .data and .engine (a pickle names classes by module)
+_SNAPSHOT_FORMAT = 5
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
@@ -244,8 +246,8 @@ class HookConfig(NamedTuple):
 def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
     """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known only
     when Claude calls them, which rules may guard before the first call."""
-    from ..ast import Lit, walk
-    from ..values import EntityUID
+    from ..data.values import EntityUID
+    from ..lang.ast import Lit, walk
 
     found: dict[str, None] = {}
     for ps in rules:

@@ -28,11 +28,11 @@ from typing import Any
 
 from .._log import get_logger
 from ..errors import CedarliteError
-from ..hooks import _json
-from ..hooks.approvals import ApprovalRequest
-from ..hooks.decision_log import DecisionLog
-from ..hooks.guard import Guard, Outcome
-from ..hooks.state import MemorySessionStore, SessionStore
+from ..guard import _json
+from ..guard.approvals import ApprovalRequest
+from ..guard.decision_log import DecisionLog
+from ..guard.pipeline import Guard, Outcome
+from ..guard.state import MemorySessionStore, SessionStore
 from ..policyset import PolicySet
 from ..tools.catalog import mcp_tools
 from ..tools.resolve import EmptyAllowlistError, ToolPolicy

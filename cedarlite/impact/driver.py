@@ -29,9 +29,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..entities import load_json
+from ..data.jsonvalue import load_json
 from ..errors import CedarliteError
-from ..hooks.decision_log import policy_hash
+from ..guard.decision_log import policy_hash
 from ..policyset import PolicySet
 from ..tools import ToolCatalog, ToolPolicy
 from ..tools.catalog import tool_list as tool_list_of

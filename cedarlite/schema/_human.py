@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from lark import Transformer
 
-from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken, build_lark
-from ..ast import RESERVED
+from ..data.values import EntityUID, quote_string
 from ..errors import SchemaError
+from ..lang.ast import RESERVED
+from ..lang.parse.lalr_driver import END, Automaton, LexError, Tok, UnexpectedToken, build_lark
 from ..source import BadEscape, Span, decode_literal
-from ..values import EntityUID, quote_string
 from .defs import (
     BUILTIN_TYPES,
     ActionDef,

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..ast import is_valid_ident
-from ..entities import json_kind
+from ..data.jsonvalue import json_kind
+from ..lang.ast import is_valid_ident
 from ..source import Span
 from .defs import (
     ActionDef,

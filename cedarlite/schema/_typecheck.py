@@ -27,7 +27,10 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from .._trampoline import Step, run
-from ..ast import (
+from ..data.ext import FUNCTIONS, METHODS, ExtFunction
+from ..data.values import EntityUID, quote_string
+from ..errors import CedarliteError
+from ..lang.ast import (
     And,
     Arith,
     Binary,
@@ -53,11 +56,8 @@ from ..ast import (
     is_action_type,
     is_valid_ident,
 )
-from ..errors import CedarliteError
-from ..ext import FUNCTIONS, METHODS, ExtFunction
-from ..printer import print_expr
+from ..lang.printer import print_expr
 from ..source import Span
-from ..values import EntityUID, quote_string
 from ._lattice import (
     COMPARABLE,
     FALSE,

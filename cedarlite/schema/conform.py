@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..entities import Entity, JSONValueError, json_kind, uid_from_json, value_from_json
+from ..data.entities import Entity
+from ..data.ext import CONSTRUCTORS
+from ..data.jsonvalue import JSONValueError, json_kind, uid_from_json, value_from_json
+from ..data.request import Request
+from ..data.values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
 from ..errors import EntitiesError, EvaluationError, RequestError
-from ..ext import CONSTRUCTORS
-from ..request import Request
-from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
 from .defs import did_you_mean
 from .types import (
     BoolType,

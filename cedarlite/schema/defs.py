@@ -14,9 +14,9 @@ from types import MappingProxyType
 from typing import Literal, NamedTuple, TypeVar
 
 from .._jsonloc import json_path_text
+from ..data.values import EntityUID
 from ..errors import SchemaError
 from ..source import Span
-from ..values import EntityUID
 from .types import (
     BOOL,
     EMPTY_RECORD,

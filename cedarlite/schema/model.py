@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from ..entities import Entity
+from ..data.entities import Entity
+from ..data.request import Request
+from ..data.values import EntityUID
 from ..errors import SchemaError
-from ..request import Request
-from ..values import EntityUID
 from . import conform
 from .defs import (
     BUILTIN_TYPES,

@@ -29,9 +29,10 @@ from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
 from .._sha import sha256
-from ..entities import Entities, Entity, preview
+from ..data.entities import Entities, Entity
+from ..data.jsonvalue import preview
+from ..data.values import EntityUID, Record
 from ..errors import CedarliteError
-from ..values import EntityUID, Record
 from .names import _identity, js_trim, norm, trim_lower
 
 # ---------------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from .._jsonloc import json_path_text
-from ..ast import (
+from ..data.values import EntityUID
+from ..lang.ast import (
     And,
     Binary,
     BinOp,
@@ -51,7 +52,6 @@ from ..ast import (
     Variable,
 )
 from ..policyset import PolicySet
-from ..values import EntityUID
 from .catalog import (
     CORE_GROUPS,
     GROUP_OWNER_ONLY,
@@ -1161,7 +1161,7 @@ def shipped_policies() -> dict[str, str]:
     sandbox and sub-agent defaults, compiled from the default configuration by
     :func:`compile_config` for the core catalog (plus one MCP tool, so that ``bundle-mcp`` is
     the plugin group ``Action::"plugin:bundle-mcp"``)."""
-    from ..printer import print_policies
+    from ..lang.printer import print_policies
     from .catalog import BUNDLE_MCP
 
     catalog = ToolCatalog.core({"name": "server__tool", "pluginId": BUNDLE_MCP})

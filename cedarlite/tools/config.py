@@ -29,9 +29,9 @@ from pydantic import (
 )
 
 from .._jsonloc import json_path_text
+from ..data.values import I64_MAX
 from ..errors import CedarliteError
 from ..source import Span
-from ..values import I64_MAX
 
 
 class ConfigError(CedarliteError):

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..entities import check_json_limits, json_kind, load_json
+from ..data.jsonvalue import check_json_limits, json_kind, load_json
 from .catalog import (
     CORE_GROUPS,
     CORE_TOOL_IDS,

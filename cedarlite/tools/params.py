@@ -38,8 +38,9 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from ..ast import RESERVED
-from ..entities import Entity
+from ..data.entities import Entity
+from ..data.values import EntityUID, Record
+from ..lang.ast import RESERVED
 from ..schema.defs import ActionDef, AppliesTo, EntityTypeDef
 from ..schema.model import Schema
 from ..schema.types import (
@@ -52,7 +53,6 @@ from ..schema.types import (
     RecordType,
     SetType,
 )
-from ..values import EntityUID, Record
 from . import arguments
 from .arguments import PATH_ARGUMENTS as PATH_ARGUMENTS  # re-exported
 from .arguments import ArgumentPlan, Check, RecordCheck

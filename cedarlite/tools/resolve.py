@@ -24,18 +24,18 @@ from typing import Any
 from cachetools import LRUCache
 
 from .._log import get_logger
-from ..ast import Effect, Policy, ScopeOp
 from ..authorizer import is_authorized, is_authorized_batch
-from ..compiler.codegen import compile_predicate
-from ..entities import Entities
+from ..data.entities import Entities
+from ..data.request import Request
+from ..data.response import Decision, Response
+from ..data.values import I64_MAX, I64_MIN, EntityUID, Record
+from ..engine.compiler.codegen import compile_predicate
+from ..engine.evaluator import Evaluator
 from ..errors import CedarliteError, ValidationError
-from ..evaluator import Evaluator
+from ..lang.ast import Effect, Policy, ScopeOp
 from ..policyset import PolicySet
-from ..request import Request
-from ..response import Decision, Response
 from ..schema.model import Schema
 from ..schema.validator import ValidationIssue, ValidationResult, Validator
-from ..values import I64_MAX, I64_MIN, EntityUID, Record
 from .arguments import ArgumentPlan
 from .catalog import (
     CORE_GROUPS,
