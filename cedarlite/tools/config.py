@@ -1,4 +1,4 @@
-"""The tools configuration of spec §4.1 as pydantic models.
+"""The tools configuration of docs/tool-policy.md §4.1 as pydantic models.
 
 The spec reads configurations leniently: a missing key and ``null`` are the same, a list field
 that is not an array counts as not set, an object field that is not an object is absent, entries
@@ -262,7 +262,7 @@ class ChannelEntry(_Model):
 
 
 class ToolsConfig(_Model):
-    """The whole configuration the tool-policy layer reads (spec §4.1)."""
+    """The whole configuration the tool-policy layer reads (docs/tool-policy.md §4.1)."""
 
     tools: Annotated[ToolsSection | None, WrapValidator(_object)] = None
     agents: Annotated[AgentsSection | None, WrapValidator(_object)] = None
@@ -273,7 +273,7 @@ class ToolsConfig(_Model):
 
     @property
     def max_spawn_depth(self) -> int:
-        """``max(1, floor(maxSpawnDepth))`` for a finite number, else 1 (spec §5.8).
+        """``max(1, floor(maxSpawnDepth))`` for a finite number, else 1 (docs/tool-policy.md §5.8).
 
         Capped at the largest Cedar Long, as run depths are.
         """
