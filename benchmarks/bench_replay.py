@@ -291,7 +291,7 @@ def _requests(calls: list[tuple[Any, str, Any]]) -> Iterator[tuple[Any, Any, Any
     from cedarlite.tools.params import ToolArgumentError, call_arguments, call_entity
 
     for guard, tool, params in calls:
-        info = guard._by_norm.get(tool)
+        info = guard._offered.by_norm.get(tool)
         if info is None:
             continue
         try:
@@ -313,7 +313,7 @@ def _bare_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
     out = []
     for guard, request, entity in _requests(calls):
         closed = guard.policy.entities.overlay([entity])[entity.uid]
-        out.append((guard._compiled, request, overlay_closed(guard.policy.entities, closed)))
+        out.append((guard._rules.compiled, request, overlay_closed(guard.policy.entities, closed)))
     return out
 
 

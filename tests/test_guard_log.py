@@ -421,7 +421,7 @@ def test_a_dropped_guard_closes_its_log(tmp_path):
     import gc
 
     guard = make(tmp_path / "log.jsonl")
-    fd = guard._log._fd
+    fd = guard._record.log._fd
     os.fstat(fd)
     del guard
     gc.collect()

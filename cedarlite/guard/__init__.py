@@ -1,4 +1,4 @@
-"""The before-tool-call guard: where cedarlite meets a running agent (spec §11).
+"""The before-tool-call guard: where cedarlite meets a running agent (docs/guard.md §11).
 
 ```python
 from cedarlite.hooks import Guard
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from .approvals import ApprovalRequest, GuardError
 from .loops import HistoryEntry, LoopResult, LoopSettings, LoopState
-from .pipeline import Guard, Outcome
+from .outcome import Outcome
+from .pipeline import Guard
 from .state import MemorySessionStore, SessionState, SessionStore
 
 if TYPE_CHECKING:

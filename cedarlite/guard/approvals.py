@@ -1,4 +1,4 @@
-"""Approvals (spec §11.4): asking a person before a call runs.
+"""Approvals (docs/guard.md §11.4): asking a person before a call runs.
 
 An approval is required by a satisfied ``@ask`` policy or by a plugin hook's
 ``requireApproval``. Either way it becomes an :class:`ApprovalRequest`; the guard's
@@ -34,7 +34,7 @@ DEFAULT_SEVERITY = "warning"
 DEFAULT_TIMEOUT = 120.0
 RESOLUTIONS = ("allow-once", "allow-always", "deny", "timeout", "cancelled")
 
-# The failure reasons of spec §11.4, word for word.
+# The failure reasons of docs/guard.md §11.4, word for word.
 UNAVAILABLE = "Plugin approval unavailable (no approval route)"
 DENIED = "Denied by user"
 TIMED_OUT = "Approval timed out"
@@ -55,12 +55,11 @@ class GuardError(CedarliteError):
 class ApprovalRequest:
     """What a person is asked to approve.
 
-    ``title``, ``description``, ``severity`` (``info``/``warning``/``critical``), ``tool``
-    (the normalized name), ``call`` (``sessionKey``, ``toolCallId``, ``runId``), ``timeout``
-    in seconds and ``timeout_behavior`` (``allow``/``deny``: what a timeout means) as in spec
-    §11.4; ``plugin_id`` is the plugin that asked (``None`` for an ``@ask`` policy, whose
-    labels are in ``policies``); ``agent`` the run's agent; ``params`` the arguments the call
-    would run with.
+    ``title``, ``description``, ``severity`` (``info``/``warning``/``critical``), ``tool`` (the
+    normalized name), ``call`` (``sessionKey``, ``toolCallId``, ``runId``), ``timeout`` in seconds
+    and ``timeout_behavior`` (``allow``/``deny``: what a timeout means) as in docs/guard.md
+    §11.4; ``plugin_id`` is the plugin that asked (``None`` for an ``@ask`` policy, whose labels are
+    in ``policies``); ``agent`` the run's agent; ``params`` the arguments the call would run with.
     """
 
     title: str
@@ -78,7 +77,7 @@ class ApprovalRequest:
     key: str = field(default="", compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        """The gateway's ``plugin.approval.request`` payload (spec §11.4.1)."""
+        """The gateway's ``plugin.approval.request`` payload (docs/guard.md §11.4.1)."""
         return {
             "pluginId": self.plugin_id,
             "title": self.title,
@@ -194,7 +193,7 @@ def _text(value: Any) -> str:
 
 
 async def request_approval(request: ApprovalRequest, approver: Approver | None) -> Resolution:
-    """Ask ``approver`` and read its answer as spec §11.4 does.
+    """Ask ``approver`` and read its answer as docs/guard.md §11.4 does.
 
     No approver, or an answer of ``None``: unavailable. ``allow-once``/``allow-always``:
     proceed. ``deny``: denied. No answer within ``request.timeout`` or any other answer:
@@ -239,7 +238,7 @@ async def request_approval(request: ApprovalRequest, approver: Approver | None) 
 
 
 async def _notify(request: ApprovalRequest, resolution: str) -> None:
-    """``onResolution(resolution)``; its failures are only logged (spec §11.4.8)."""
+    """``onResolution(resolution)``; its failures are only logged (docs/guard.md §11.4.8)."""
     if request.on_resolution is None:
         return
     try:

@@ -1,4 +1,4 @@
-"""Loop detection (spec §11.2 and ``loop-detection-notes.md``), as pure functions.
+"""Loop detection (docs/guard.md §11.2 and docs/guard.md), as pure functions.
 
 A session's loop state is its history (a sliding window of calls and their outcomes) and its
 warning buckets. :func:`check_call` decides one call from ``(state, call, settings)`` and
@@ -41,7 +41,7 @@ DETECTORS = ("genericRepeat", "knownPollNoProgress", "pingPong")
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
 # where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
 class LoopSettings(NamedTuple):
-    """Resolved ``loopDetection`` settings (spec §11.2 table, notes B1, B2, C3, C4)."""
+    """Resolved ``loopDetection`` settings (docs/guard.md §11.2 table, notes B1, B2, C3, C4)."""
 
     enabled: bool = False
     history_size: int = 30

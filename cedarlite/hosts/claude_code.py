@@ -2,7 +2,7 @@
 its hook JSON), one process per tool call.
 
 Claude Code runs the command for every ``PreToolUse`` event with the event as one JSON object
-on stdin and reads the answer from stdout (agent-hosts spec §1). The hook:
+on stdin and reads the answer from stdout (docs/hosts.md). The hook:
 
 1. reads the event (at most :data:`MAX_INPUT` bytes) and maps the host's tool and arguments to
    OpenClaw's (:mod:`cedarlite.hosts.mapping`; MCP tools join the run's catalog when called);
@@ -101,9 +101,10 @@ class HookError(CedarliteError):
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
 # where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
 class HookConfig(NamedTuple):
-    """A hook configuration file, read: the tools ``config`` (spec §4.1), extra ``tools`` of
-    the run (spec §4.2: MCP tools with parameter schemas, say), the run ``context`` (spec
-    §4.3) and the tool ``mapping``, with the rule files' paths and texts."""
+    """A hook configuration file, read: the tools ``config`` (docs/tool-policy.md §4.1), extra
+    ``tools`` of the run (docs/tool-policy.md §4.2: MCP tools with parameter schemas, say), the run
+    ``context``     (docs/tool-policy.md §4.3) and the tool ``mapping``, with the rule files'
+    paths and     texts."""
 
     path: str
     text: str
@@ -261,7 +262,7 @@ def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
 
 
 def _mcp(name: str) -> bool:
-    """``<server>__<tool>`` in the characters of spec §6.4."""
+    """``<server>__<tool>`` in the characters of docs/tool-policy.md §6.4."""
     return "__" in name.strip("_") and all(c in _MCP_CHARS for c in name)
 
 

@@ -14,7 +14,7 @@ A host (Claude Code, and the hosts that copy its hook JSON) calls its own tools 
   by the working directory or by ``..``), and, with ``each``, one call per element of that
   array argument (``MultiEdit``: one ``edit`` per edit);
 * ``mcp__<server>__<tool>`` becomes the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``),
-  named as spec §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
+  named as docs/tool-policy.md §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
 * any other tool becomes its lower-cased name (``TodoWrite`` → ``todowrite``). No profile lists
   these: a configuration allows them by name (``alsoAllow``).
 
@@ -36,7 +36,7 @@ from ..errors import CedarliteError
 from ..tools.arguments import PATH_ARGUMENTS
 from ..tools.catalog import BUNDLE_MCP, mcp_tools
 
-#: The built-in tools of Claude Code with an OpenClaw counterpart (agent-hosts spec §4; the
+#: The built-in tools of Claude Code with an OpenClaw counterpart docs/hosts.md; the
 #: contract rows, and ``glob``/``grep`` typed so that path rules see their ``path``).
 CLAUDE_CODE_TOOLS: Mapping[str, Mapping[str, Any]] = {
     # Bash's `timeout` is in milliseconds; exec's is in seconds: never the one as the other.
@@ -169,7 +169,7 @@ class MappedCall(NamedTuple):
     params: tuple[Any, ...]
 
     def tool_entry(self) -> dict[str, Any]:
-        """The tool object of spec §4.2 for a catalog that lacks this tool."""
+        """The tool object of docs/tool-policy.md §4.2 for a catalog that lacks this tool."""
         entry: dict[str, Any] = {"name": self.tool}
         if self.plugin_id is not None:
             entry["pluginId"] = self.plugin_id
@@ -237,8 +237,8 @@ class HostMapping:
 
 
 def mcp_name(tool_name: str, server: Any = None) -> str | None:
-    """``mcp__<server>__<tool>`` as the MCP tool name ``<server>__<tool>`` of spec §6.4
-    (``None`` for other names). The server part is the one in the host's tool name; the hook
+    """``mcp__<server>__<tool>`` as the MCP tool name ``<server>__<tool>`` of docs/tool-policy.md
+    §6.4 (``None`` for other names). The server part is the one in the host's tool name; the hook
     input's ``mcp_server.name``, when it has one, says where it ends (a server name may hold
     ``__``)."""
     if not tool_name.startswith("mcp__"):
