@@ -77,9 +77,9 @@ def is_authorized(
         and policies.__class__ is PolicySet
         and entities.__class__ is Entities
     ):  # the usual call, straight to the compiled set (one decision is a few microseconds)
-        index = policies._cache.get("compiled") or compiled(policies)
+        index = compiled(policies)
         if request.__class__ is dict and not cache:  # (CompiledPolicySet.decide, inlined)
-            response = index._authorize_plain(request, entities)
+            response = index.decide_plain(request, entities)
             if response is not None:
                 return response
         return index.decide(request, entities, cache=cache)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from _thread import allocate_lock  # threading.Lock, without importing threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from .data.request import parse_entity_uid
 from .data.values import EntityUID
@@ -15,6 +15,9 @@ from .errors import CedarliteError, PolicySetError
 
 if TYPE_CHECKING:
     from .lang.ast import Policy, Scope
+
+
+T = TypeVar("T")
 
 
 class PolicyOrigin(NamedTuple):
@@ -257,6 +260,14 @@ class PolicySet:
         if cached is None:
             cached = self._cache["active"] = tuple(p for p in self._policies if not p.is_template)
         return cached
+
+    def derived(self, key: str, make: Callable[[PolicySet], T]) -> T:
+        """``make(self)``, computed on first use and kept with the set (a set never changes):
+        its compiled form (``"compiled"``, :func:`cedarlite.engine.compiler.compiled`), say."""
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = make(self)
+        return value
 
     @property
     def text(self) -> str | None:

@@ -32,9 +32,9 @@ when the JSON came as text, its line and column with a caret snippet).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from .._jsonloc import json_path_text, json_span
 from ..data.ext import FUNCTIONS as EXT_FUNCTIONS
@@ -81,8 +81,15 @@ from .ast import (
 )
 from .parse import BUILTIN_METHODS, DIALECT_METHODS, MAX_NESTING
 
-if TYPE_CHECKING:
-    from ..policyset import PolicySet
+
+class PolicySetLike(Protocol):
+    """What the reader needs of a policy set (:class:`cedarlite.PolicySet`, which sits above
+    this stage and passes its own class in): holding policies and linking templates."""
+
+    def link(self, template_id: str, new_id: str, values: Mapping[str, Any]) -> PolicySetLike: ...
+
+    def __iter__(self) -> Iterator[Policy]: ...
+
 
 __all__ = ["expr_to_json", "policy_set_from_json", "policy_set_to_json", "policy_to_json"]
 
@@ -94,7 +101,7 @@ _ARITH_OPS = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL})
 _SET_METHODS = ("contains", "containsAll", "containsAny", "getTag", "hasTag")
 
 
-def policy_set_to_json(policies: PolicySet) -> dict[str, Any]:
+def policy_set_to_json(policies: Iterable[Policy]) -> dict[str, Any]:
     """The EST of a policy set: ``{"templates", "staticPolicies", "templateLinks"}``."""
     static: dict[str, Any] = {}
     templates: dict[str, Any] = {}
@@ -268,8 +275,12 @@ def _fail(path: Path, message: str, help: str | None = None) -> NoReturn:
 
 
 def policy_set_from_json(
-    data: Any, policy_set: type[PolicySet], source: str | None = None, *, strict: bool = False
-) -> PolicySet:
+    data: Any,
+    policy_set: Callable[..., PolicySetLike],
+    source: str | None = None,
+    *,
+    strict: bool = False,
+) -> Any:
     """A :class:`~cedarlite.PolicySet` from the EST (JSON text, bytes or a decoded object).
 
     Accepts a policy set object (``staticPolicies``, ``templates``, ``templateLinks``; a
@@ -306,7 +317,7 @@ def _located(err: _Invalid, text: str | None, source: str | None) -> ParseError:
 class _Reader:
     """Reads EST objects into AST nodes, checking every key and type on the way."""
 
-    def __init__(self, strict: bool, policy_set: type[PolicySet]) -> None:
+    def __init__(self, strict: bool, policy_set: Callable[..., PolicySetLike]) -> None:
         self.strict = strict
         self.make_set = policy_set
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import marshal
 import sys
 from _thread import allocate_lock  # threading.Lock, without importing threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import CodeType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ...data.entities import Entities
 from ...data.jsonvalue import plain_record
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from cachetools import LRUCache
 
     from ...lang.ast import Policy
-    from ...policyset import PolicySet
 
 _NO_ANCESTORS: frozenset[Any] = frozenset()
 _DENY = Response(Decision.DENY)
@@ -216,13 +215,14 @@ class CompiledPolicySet:
         the store once, for its ancestors and for the store's own uid object.
         """
         if request.__class__ is dict and not cache:
-            response = self._authorize_plain(request, entities)
+            response = self.decide_plain(request, entities)
             if response is not None:
                 return response
         return self.authorize(make_request(request), entities, cache=cache)
 
-    def _authorize_plain(self, request: dict[str, Any], entities: Entities) -> Response | None:
-        """The answer to a request dict of the usual shape, or ``None`` (another shape)."""
+    def decide_plain(self, request: dict[str, Any], entities: Entities) -> Response | None:
+        """The answer to a request dict of the usual shape (the fast path of :meth:`decide`,
+        without its decision cache), or ``None`` for any other shape."""
         # A cold decision's cost is mostly how much code and memory it touches, so the usual
         # shape is read with subscripts into locals, with as few tests as prove it.
         # A uid found in the store needs no test of its fields: a plain tuple equals (and
@@ -434,10 +434,23 @@ class CompiledPolicySet:
         return tuple(ids[i] for i in sorted(positions))
 
 
-def compiled(policies: PolicySet) -> CompiledPolicySet:
-    """The compiled form of a policy set, built on first use and cached on the set."""
-    cached = policies._cache.get("compiled")
-    if cached is None:
-        cached = CompiledPolicySet(policies.active)
-        policies._cache["compiled"] = cached
-    return cached
+T = TypeVar("T")
+
+
+class Compilable(Protocol):
+    """What :func:`compiled` needs of a policy set (:class:`cedarlite.PolicySet`, which sits
+    above this stage): its active policies, and a place to keep what is derived from them."""
+
+    @property
+    def active(self) -> tuple[Policy, ...]: ...
+
+    def derived(self, key: str, make: Callable[[Any], T]) -> T: ...
+
+
+def compiled(policies: Compilable) -> CompiledPolicySet:
+    """The compiled form of a policy set, built on first use and kept with the set."""
+    return policies.derived("compiled", _compile)
+
+
+def _compile(policies: Compilable) -> CompiledPolicySet:
+    return CompiledPolicySet(policies.active)
