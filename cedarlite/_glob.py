@@ -81,7 +81,7 @@ GlobLines = tuple[tuple[str, ...], tuple[Segments, ...]]
 
 @lru_cache(maxsize=4096)
 def compile_glob(glob: str) -> GlobLines:
-    """A tool glob (``*`` is the only special character, spec §3.3) ready for
+    """A tool glob (``*`` is the only special character, docs/tool-policy.md §3.3) ready for
     :func:`match_glob`."""
     parts = _LINE_BREAK.split(glob)
     return tuple(parts[1::2]), tuple(tuple(line.split("*")) for line in parts[0::2])

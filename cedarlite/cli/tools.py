@@ -161,7 +161,8 @@ def cmd_tools_resolve(args: argparse.Namespace) -> int:
     print(f"allowed ({len(res.allowed)}): {', '.join(map(str, res.allowed)) or '-'}")
     for tool, layer in res.removed.items():
         print(f"removed: {tool}  <- {layer}")
-    for warning in res.warnings:  # §10's unknown-entry notes are the findings' (with a hint)
+    # docs/tool-policy.md §10's unknown-entry notes are the findings' (with a hint)
+    for warning in res.warnings:
         if " allowlist contains unknown entries " not in warning:
             print(f"warning: {warning}")
     report_findings(args, sc, res.findings)

@@ -26,11 +26,7 @@ from .jsonvalue import (
     record_from_json,
     uid_from_json,
 )
-from .values import (
-    EMPTY_RECORD,
-    EntityUID,
-    Record,
-)
+from .values import EMPTY_RECORD, EntityUID, Record
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,15 +16,7 @@ from ..errors import CedarliteError, EntitiesError, EvaluationError
 from ..lexical import is_valid_type_name
 from ..source import clip as _clip
 from .ext import from_extn_json
-from .values import (
-    I64_MAX,
-    I64_MIN,
-    MAX_VALUE_DEPTH,
-    MAX_VALUE_SIZE,
-    CedarSet,
-    EntityUID,
-    Record,
-)
+from .values import I64_MAX, I64_MIN, MAX_VALUE_DEPTH, MAX_VALUE_SIZE, CedarSet, EntityUID, Record
 
 
 def load_json(data: str | bytes, source: str | None, error: type[Exception]) -> Any:
