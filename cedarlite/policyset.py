@@ -101,6 +101,8 @@ class PolicySet:
         if self._pending is not None:
             with self._lock:
                 if self._pending is not None:
+                    # lazy on purpose: a set loaded from the compile cache decides without it
+                    # (test_layering)
                     from .lang.parse.shapes import parse_fast
 
                     text, strict = self._pending
@@ -126,6 +128,7 @@ class PolicySet:
         Raises :class:`~cedarlite.ParseError` (and :class:`~cedarlite.PolicySetError` for two
         policies with the same ``@id``).
         """
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
         from .lang.parse.shapes import parse_fast
 
         policies = parse_fast(text, source, strict=strict)
@@ -160,6 +163,7 @@ class PolicySet:
         text = _read_policy_file(name)
         if cache_dir is None or cache_dir is False or id_annotations:
             return cls.from_str(text, name, strict=strict, id_annotations=id_annotations)
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
         from ._cache_dir import ensure_private, private_dir
         from .engine.compiler import compiled
         from .engine.compiler.cache import load_compiled, store_compiled
@@ -227,6 +231,7 @@ class PolicySet:
         Policy ids are the JSON object keys (a single policy is ``policy0``). Raises
         :class:`~cedarlite.ParseError` naming the JSON path (and line and column, for text).
         """
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
         from .lang.est import policy_set_from_json
 
         return policy_set_from_json(data, cls, source, strict=strict)
@@ -234,6 +239,7 @@ class PolicySet:
     def to_json(self) -> dict[str, Any]:
         """Cedar's JSON policy format (EST) of the set, as Rust's ``PolicySet::to_json`` writes
         it: ``{"templates", "staticPolicies", "templateLinks"}`` (``json.dumps`` it to save)."""
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
         from .lang.est import policy_set_to_json
 
         try:
@@ -296,6 +302,7 @@ class PolicySet:
         start = policy.span.start
         # Pad so that lines and columns come out as in the original text.
         padded = "\n" * (policy.span.line - 1) + " " * (policy.span.column - 1)
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
         from .lang.parse import parse_policies
 
         (reparsed,) = parse_policies(padded + text[start : policy.span.end], source)
@@ -417,6 +424,7 @@ class PolicySet:
 
     def to_cedar(self) -> str:
         """Canonical Cedar text of the whole set (templates included, links not)."""
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
         from .lang.printer import print_policies
 
         return print_policies(p for p in self._policies if p.template_id is None)

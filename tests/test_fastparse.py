@@ -27,8 +27,8 @@ from test_parse_differential import FRAGMENTS, SNIPPETS, mutations
 from cedarlite import testing
 from cedarlite.errors import ParseError
 from cedarlite.lang import ast
-from cedarlite.lang.parse import parse_policies
-from cedarlite.lang.parse.fast import MAX_NESTING, parse_valid
+from cedarlite.lang.parse import MAX_NESTING, parse_policies
+from cedarlite.lang.parse.fast import parse_valid
 from cedarlite.lang.parse.lalr import parse_lalr
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -50,6 +50,7 @@ LAYERS: list[list[str]] = [
     # and schema._human), Cedar's JSON policy format and the printer.
     ["cedarlite.lang"],  # the package itself imports nothing
     ["cedarlite.lang.ast"],
+    ["cedarlite.lang.parse.rules"],  # the language's rules both parsers read
     ["cedarlite.lang.parse.fast"],
     ["cedarlite.lang.parse.lalr_driver"],
     ["cedarlite.lang.parse.lalr"],
@@ -70,7 +71,7 @@ LAYERS: list[list[str]] = [
     ["cedarlite.schema.types"],
     ["cedarlite.schema.defs"],
     ["cedarlite.schema.conform"],
-    ["cedarlite.schema._human", "cedarlite.schema._json"],
+    ["cedarlite.schema._human", "cedarlite.schema._json"],  # the formats, read by the model
     ["cedarlite.schema.model"],
     ["cedarlite.schema"],
     ["cedarlite.schema._lattice"],

@@ -123,6 +123,7 @@ def read_entities(args: argparse.Namespace, schema: Any) -> Entities:
 def read_schema(args: argparse.Namespace) -> Any:
     if not getattr(args, "schema", None):
         return None
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..schema import Schema
 
     text = read_text(args.schema, "schema")
@@ -151,6 +152,7 @@ def read_request(args: argparse.Namespace) -> dict[str, Any]:
 
 def uid_flag(value: str, flag: str) -> Any:
     """An entity uid given on the command line; an error names the flag and marks the text."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..data.request import parse_entity_uid
 
     try:

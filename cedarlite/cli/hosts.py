@@ -16,6 +16,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     the configuration and context (exit 3 for mistakes) and the rules' syntax (exit 1) are
     checked before the upstream starts; the exit code is then 0 when the client ends the
     session, 1 when the upstream fails."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..hosts.mcp_gate import McpGate
     from ..hosts.mcp_proxy import run_proxy
     from ..shipped import resolve
@@ -61,6 +62,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
 def cmd_hook_claude_code(args: argparse.Namespace) -> int:
     """Answer one Claude Code hook event (exit 0, or 2 for unreadable input), or print the
     settings that install the hook (``--print-settings``)."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..hosts import claude_code
 
     options = claude_code.HookOptions(

@@ -445,6 +445,7 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"`{text}` is not a number of seconds") from None
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..hosts.claude_code import MAX_DEADLINE
 
     if not 0 < value <= MAX_DEADLINE:

@@ -69,6 +69,7 @@ def cmd_authorize(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Strict validation against a schema: each issue with a caret snippet; exit 3 on errors."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..schema.validator import validate
 
     result = validate(read_policies(args), read_schema(args))
@@ -102,6 +103,7 @@ def cmd_check_parse(args: argparse.Namespace) -> int:
 
 def cmd_format(args: argparse.Namespace) -> int:
     """Print the policies in canonical layout; --check fails if the file differs, --write fixes."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..lang.printer import format_text
 
     text = read_text(args.policies, "policies")
@@ -122,6 +124,7 @@ def cmd_format(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate an expression for a request; print the value in Cedar syntax (exit 1 with the
     evaluation error)."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..authorizer import make_request
     from ..data.values import display
     from ..engine.evaluator import Evaluator
@@ -148,6 +151,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_run_tests(args: argparse.Namespace) -> int:
     """Run policy tests (Cedar CLI's format, or the conformance format); exit 1 if any fails
     or coverage is under ``--threshold``."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..runtests import load_tests, run_tests
 
     policies = read_policies(args) if args.policies else None
@@ -207,6 +211,7 @@ def cmd_link(args: argparse.Namespace) -> int:
         ps = with_links(ps, args.template_linked)
     ps = ps.link(args.template_id, args.new_id, values)
     linked = ps[args.new_id]
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..lang.printer import print_policy
 
     print(f"Template-linked policy added: {args.new_id}")
@@ -225,6 +230,7 @@ def cmd_link(args: argparse.Namespace) -> int:
 def cmd_equiv(args: argparse.Namespace) -> int:
     """Search for a request on which two policy sets decide differently: exit 0 if none was
     found (saying whether the search was exhaustive), 2 with a ready-to-run counterexample."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..testing import check_equivalence
 
     first = load_policies([args.first])

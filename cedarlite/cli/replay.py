@@ -17,6 +17,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """Replay decision logs against a new configuration and rules: the calls whose decision
     would change, per transition and tool. Exit 3 when the configuration or rules do not
     validate, 1 when the replay cannot start or some of the log could not be read at all."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..impact import ReplayError, replay
     from ..shipped import resolve
     from ..tools import ConfigError

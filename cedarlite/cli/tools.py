@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -37,6 +38,7 @@ class Doc:
     @classmethod
     def read(cls, path: str, what: str) -> Doc:
         """Read and decode ``path`` (``cedarlite:NAME``: a shipped example)."""
+        # lazy on purpose: a command loads only the stages it runs (the command line's start time)
         from ..shipped import resolve
 
         path = resolve(path, "examples")
@@ -45,6 +47,7 @@ class Doc:
 
     def locate(self, loc: Sequence[str | int], key: bool = False) -> Any:
         """The span of a JSON path in this file (``None`` if it is not there)."""
+        # lazy on purpose: a command loads only the stages it runs (the command line's start time)
         from .._jsonloc import json_span
 
         return json_span(self.text, loc, key=key)
@@ -144,6 +147,7 @@ def summary(findings: Sequence[Any]) -> str:
 
 def cmd_tools_resolve(args: argparse.Namespace) -> int:
     """The tools a run may see: the allowed list, each removed tool's layer, the findings."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..tools import EmptyAllowlistError, resolve_tools
 
     sc = scenario(args)
@@ -171,6 +175,7 @@ def cmd_tools_resolve(args: argparse.Namespace) -> int:
 
 def cmd_tools_explain(args: argparse.Namespace) -> int:
     """Trace one tool through the layers of the configuration."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..tools import explain
 
     sc = scenario(args)
@@ -182,6 +187,7 @@ def cmd_tools_explain(args: argparse.Namespace) -> int:
 def cmd_tools_lint(args: argparse.Namespace) -> int:
     """Every finding on a configuration (a scenario's, or a bare configuration file) and its
     run context; exit 3 if any is an error."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..tools import lint_config
 
     sc = scenario(args, bare_config=True)
@@ -199,6 +205,7 @@ def cmd_tools_lint(args: argparse.Namespace) -> int:
 
 def cmd_tools_schema(args: argparse.Namespace) -> int:
     """The Cedar schema of a scenario's tools (or of a JSON array of tools)."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..tools import ToolCatalog, cedar_schema
 
     doc = Doc.read(args.scenario, "scenario")
@@ -216,6 +223,7 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
     """Decide each call of the scenario, strictly: a configuration, context or rule that does
     not validate refuses to start (exit 3); every call is decided, a call that cannot be is
     reported with its index (exit 1); an unmet ``expect`` exits 3."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..tools import ConfigError, ToolPolicy, ToolsError
 
     sc = scenario(args)
@@ -231,6 +239,7 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     report_findings(args, sc, policy.findings + policy.context_findings(sc.context))
     try:
+        # lazy on purpose: a command loads only the stages it runs (the command line's start time)
         from ..shipped import resolve
 
         rules = policy.load_rules([resolve(r) for r in args.rules]) if args.rules else None
@@ -292,6 +301,7 @@ _Problem = tuple[tuple[Any, ...], str, str | None, str]
 
 def cmd_tools_shipped(args: argparse.Namespace) -> int:
     """List the shipped policy files and examples (``cedarlite:NAME`` on the command line)."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from .. import shipped
 
     for kind, names, path in (
@@ -313,6 +323,7 @@ def _call_problem(call: Any, i: int) -> _Problem | None:
         return ("calls", i, "params"), "`params` must be an object", None, ""
     expect = call.get("expect", "allow")
     if not isinstance(expect, str) or expect.lower() not in _VERDICTS:
+        # lazy on purpose: a command loads only the stages it runs (the command line's start time)
         from ..tools.lint import did_you_mean
 
         hint = did_you_mean(expect, _VERDICTS) or 'write "allow" or "deny"'
@@ -338,6 +349,4 @@ def _call_error(call: dict[str, Any], i: int, err: Any) -> tuple[tuple[Any, ...]
 
 def _argument_path(argument: str) -> list[str | int]:
     """``env.HOME`` / ``items[2]`` as JSON path segments."""
-    import re
-
     return [int(i) if i else name for name, i in re.findall(r"([^.\[\]]+)|\[(\d+)\]", argument)]

@@ -26,7 +26,7 @@ from .jsonvalue import (
     record_from_json,
     uid_from_json,
 )
-from .values import EMPTY_RECORD, EntityUID, Record
+from .values import EMPTY_RECORD, EntityUID, Record, to_json_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +41,6 @@ class Entity:
 
     def to_json(self) -> dict[str, Any]:
         """Cedar's entity JSON for this entity."""
-        from .values import to_json_value
-
         out: dict[str, Any] = {
             "uid": self.uid.to_json(),
             "attrs": {k: to_json_value(v) for k, v in self.attrs.items()},
@@ -158,6 +156,7 @@ class Entities(Mapping[EntityUID, Entity]):
                 entities.append(_entity_from_json(item, i, source, schema))
             except EntitiesError as err:
                 if text is not None and err.span is None:  # point at the entity in the file
+                    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
                     from .._jsonloc import json_span
 
                     err.span, err.text = json_span(text, (i,)), text

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import CedarliteError, EntitiesError, EvaluationError
 from ..lexical import is_valid_type_name
+from ..source import Span
 from ..source import clip as _clip
 from .ext import from_extn_json
 from .values import I64_MAX, I64_MIN, MAX_VALUE_DEPTH, MAX_VALUE_SIZE, CedarSet, EntityUID, Record
@@ -21,8 +22,6 @@ from .values import I64_MAX, I64_MIN, MAX_VALUE_DEPTH, MAX_VALUE_SIZE, CedarSet,
 
 def load_json(data: str | bytes, source: str | None, error: type[Exception]) -> Any:
     """Decode JSON text, rejecting duplicate object keys; errors carry line and column."""
-    from ..source import Span
-
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates)
@@ -34,6 +33,7 @@ def load_json(data: str | bytes, source: str | None, error: type[Exception]) -> 
             source=source,
         ) from None
     except _DuplicateKey as err:
+        # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
         from .._jsonloc import duplicate_key_span
 
         raise error(  # type: ignore[call-arg]

@@ -31,6 +31,7 @@ def __getattr__(name: str) -> Any:
     """``DecisionLog``, loaded on first use: a hook process without a decision log (one per
     tool call) does without it."""
     if name == "DecisionLog":
+        # lazy on purpose: a hook process without a decision log does without the module
         from .decision_log import DecisionLog
 
         return DecisionLog

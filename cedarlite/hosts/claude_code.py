@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from .. import _cache_dir, _log
 from .._sha import sha256
+from .._version import __version__
 from ..data.jsonvalue import load_json
 from ..errors import CacheError, CedarliteError
 from ..guard import Guard, Outcome
@@ -137,6 +138,7 @@ class HookConfig(NamedTuple):
         wrapped = "config" in data
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
+            # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
             from .._jsonloc import json_span
 
             span = json_span(text, loc, key=True)
@@ -148,6 +150,7 @@ class HookConfig(NamedTuple):
         if wrapped:
             for key in data:
                 if key not in CONFIG_KEYS:
+                    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
                     from ..tools.lint import did_you_mean
 
                     raise fail((key,), f"unknown key `{key}`", did_you_mean(key, CONFIG_KEYS))
@@ -204,6 +207,7 @@ class HookConfig(NamedTuple):
 
     def rule_sets(self) -> list[PolicySet]:
         """The rule files, parsed (one set per file; errors name the file)."""
+        # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
         from ..policyset import PolicySet
 
         return [PolicySet.from_str(text, path) for path, text in self.rules]
@@ -241,6 +245,7 @@ class HookConfig(NamedTuple):
     def located(self, err: CedarliteError) -> CedarliteError:
         """An error of the tools layer, located: a configuration or context finding in this
         file (rule errors are located in theirs already)."""
+        # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
         from .._jsonloc import json_span
         from ..tools import ConfigError
 
@@ -255,6 +260,7 @@ class HookConfig(NamedTuple):
 def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
     """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known only
     when Claude calls them, which rules may guard before the first call."""
+    # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
     from ..data.values import EntityUID
     from ..lang.ast import Lit, walk
 
@@ -278,6 +284,7 @@ def _shipped(reference: str) -> str:
     """A rules file reference: ``cedarlite:NAME`` is a shipped policy file."""
     if not reference.startswith("cedarlite:"):
         return reference
+    # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
     from ..shipped import resolve
 
     return resolve(reference)
@@ -315,8 +322,6 @@ def guard_key(config: HookConfig, tools: Sequence[Any], context: Mapping[str, An
     """The key of the guard built from these inputs by this cedarlite: the tools
     configuration, the catalog, the run context and the rules' texts (not their paths: a
     guard decides alike whichever path named them)."""
-    from .._version import __version__
-
     data = [
         _SNAPSHOT_FORMAT,
         __version__,
@@ -809,6 +814,7 @@ def settings(
     Files are named by absolute paths, or, inside the directory ``project``, relative to
     ``"$CLAUDE_PROJECT_DIR"`` (which Claude Code sets for its hooks).
     """
+    # lazy on purpose: only --print-settings quotes commands
     import shlex
 
     def where(path: str) -> str:

@@ -233,6 +233,8 @@ def _fast_reader() -> Any:
     again here.
     """
     try:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         import msgspec
     except ImportError:
         return None

@@ -22,7 +22,6 @@ from ..lexical import (  # noqa: F401  (re-exports for code written against ceda
     RESERVED,
     WILDCARD,
     PatternElem,
-    _Wildcard,
     is_action_type,
     is_valid_ident,
     is_valid_type_name,

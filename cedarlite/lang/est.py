@@ -39,7 +39,7 @@ from typing import Any, NoReturn, Protocol
 from .._jsonloc import json_path_text, json_span
 from ..data.ext import FUNCTIONS as EXT_FUNCTIONS
 from ..data.ext import METHODS as EXT_METHODS
-from ..data.jsonvalue import load_json
+from ..data.jsonvalue import json_kind, load_json, preview
 from ..data.values import I64_MAX, I64_MIN, EntityUID
 from ..errors import CedarliteError, ParseError
 from ..source import Span
@@ -701,6 +701,7 @@ def _names(keys: Sequence[str]) -> str:
 
 
 def _did_you_mean(name: Any, candidates: Sequence[str] | None = None) -> str | None:
+    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
     import difflib
 
     if not isinstance(name, str):
@@ -713,14 +714,10 @@ def _did_you_mean(name: Any, candidates: Sequence[str] | None = None) -> str | N
 
 
 def _preview(obj: Any) -> str:
-    from ..data.jsonvalue import preview
-
     return obj if isinstance(obj, str) and len(obj) <= 60 else preview(obj)
 
 
 def _kind(obj: Any) -> str:
-    from ..data.jsonvalue import json_kind
-
     return json_kind(obj)
 
 

@@ -52,6 +52,7 @@ from .ast import (
     is_valid_ident,
     postorder,
 )
+from .parse import parse_policies
 
 # Binding strength of each syntactic level (higher binds tighter).
 _IF, _OR, _AND, _REL, _ADD, _MUL, _UNARY, _MEMBER = range(8)
@@ -86,8 +87,6 @@ def format_text(text: str, source: str | None = None, *, width: int = WIDTH) -> 
     file); a comment *inside* a policy has no place in the canonical layout, so it is a
     :class:`~cedarlite.ParseError` (pointing at it) rather than silently dropped.
     """
-    from .parse import parse_policies
-
     policies = parse_policies(text, source)
     out: list[str] = []
     previous_end = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 from lark import Transformer
 
@@ -34,13 +34,11 @@ from .defs import (
     RawRecord,
     RawRef,
     RawSet,
+    SchemaModel,
     Where,
     namespace_of,
 )
 from .types import annotation_text, frozen_map, type_text
-
-if TYPE_CHECKING:
-    from .model import Schema
 
 # ---------------------------------------------------------------------------------------------
 # The grammar and its lexer
@@ -344,7 +342,7 @@ def _namespace(
 _INDENT = "  "
 
 
-def schema_to_cedarschema(schema: Schema) -> str:
+def schema_to_cedarschema(schema: SchemaModel) -> str:
     """``.cedarschema`` text for ``schema``: declarations grouped by namespace, in order."""
     blocks: list[str] = []
     for namespace in schema.namespaces():

@@ -4,6 +4,7 @@ policy of a small configuration, printed with a header that says what it is.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .catalog import ToolCatalog
@@ -48,6 +49,7 @@ def shipped_policies() -> dict[str, str]:
     sandbox and sub-agent defaults, compiled from the default configuration by
     :func:`compile_config` for the core catalog (plus one MCP tool, so that ``bundle-mcp`` is
     the plugin group ``Action::"plugin:bundle-mcp"``)."""
+    # lazy on purpose: only generating the shipped policies prints them
     from ..lang.printer import print_policies
     from .catalog import BUNDLE_MCP
 
@@ -68,8 +70,6 @@ def shipped_policies() -> dict[str, str]:
 
 def write_shipped_policies(directory: str) -> list[str]:
     """Write :func:`shipped_policies` into ``directory``; returns the paths written."""
-    import os
-
     paths = []
     for filename, text in shipped_policies().items():
         path = os.path.join(directory, filename)

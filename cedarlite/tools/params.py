@@ -464,6 +464,7 @@ def validate_rules(rules: Any, catalog: ToolCatalog) -> Any:
 
     Returns its ``ValidationResult`` (an unknown attribute is an error with a did-you-mean).
     """
+    # lazy on purpose: only rules checked against the catalog need the validator
     from ..schema.validator import validate
 
     return validate(rules, cedar_schema(catalog))

@@ -27,7 +27,7 @@ from ...data.request import SEEN_UIDS, Request, make_request, uid_of
 from ...data.response import Decision, PolicyError, Response
 from ...data.values import EMPTY_RECORD, EntityUID, Record
 from .index import LEAF_SIZE, Leaf, Node, build_tree, iter_bits, link_flat, walk_leaves
-from .runtime import build_leaf
+from .runtime import build_leaf, make_leaf_factory
 
 if TYPE_CHECKING:
     from cachetools import LRUCache
@@ -54,6 +54,8 @@ def _make_leaves(policies: Sequence[Policy]) -> Any:
     """The ``make_leaves`` of :func:`~.index.build_tree` for ``policies``: a group of
     policies with the same scope constraints, as leaves of at most
     :data:`~.index.LEAF_SIZE` conditional policies each."""
+    # lazy on purpose: only compiling needs the syntax tree and the code generator; a set loaded
+    # from the compile cache needs neither
     from ...lang.ast import Effect
     from .codegen import leaf_source
 
@@ -123,8 +125,6 @@ class CompiledPolicySet:
     # by the same Python, from their compiled code (marshal), which skips compile() ----------
 
     def __getstate__(self) -> dict[str, Any]:
-        from .runtime import make_leaf_factory
-
         bodies = {leaf.source[0] for leaf in self.leaves if leaf.source is not None}
         return {
             "version": FORMAT_VERSION,

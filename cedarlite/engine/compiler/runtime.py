@@ -36,6 +36,7 @@ def _evaluate_deep(expr: Any, P: Any, A: Any, R: Any, C: Any, E: Any) -> Any:
     """Run-time evaluation of a sub-expression nested too deeply to compile (see
     ``codegen.CODEGEN_DEPTH``; the expression is a constant of the condition): the reference
     interpreter, imported only when such a policy runs."""
+    # lazy on purpose: only a condition nested too deeply to compile runs the interpreter
     from ...data.request import Request
     from ..evaluator import Evaluator
 

@@ -17,7 +17,8 @@ from _thread import allocate_lock  # threading.Lock, without importing threading
 from ...errors import ParseError
 from ...source import Span
 from ..ast import Expr, Policy
-from .fast import BUILTIN_METHODS, DIALECT_METHODS, MAX_NESTING, MAX_PARSE_STACK, parse_valid
+from .fast import parse_valid
+from .rules import BUILTIN_METHODS, DIALECT_METHODS, MAX_NESTING, MAX_PARSE_STACK
 
 __all__ = [
     "BUILTIN_METHODS",
@@ -64,6 +65,7 @@ def parse_policies(text: str, source: str | None = None, *, strict: bool = False
     except Exception:  # a bug of the fast parser (tests call it directly): LALR decides
         policies = None
     if policies is None:  # not plainly valid: the LALR parser accepts it or says what is wrong
+        # lazy on purpose: Lark loads only for text the fast parser gives up on (test_layering)
         from .lalr import parse_lalr
 
         policies = parse_lalr(text, source, strict)

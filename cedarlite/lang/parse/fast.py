@@ -26,12 +26,10 @@ from typing import Any
 
 from ...data.ext import FUNCTIONS as EXT_FUNCTIONS
 from ...data.ext import METHODS as EXT_METHODS
-from ...data.values import I64_MAX, EntityUID
-from ...source import BadEscape, Span, decode_literal
+from ...data.values import EntityUID
+from ...source import Span
 from .. import ast
 from ..ast import (
-    RESERVED,
-    WILDCARD,
     BinOp,
     Condition,
     ConditionKind,
@@ -44,32 +42,16 @@ from ..ast import (
     Var,
     is_action_type,
 )
-
-BUILTIN_METHODS: dict[str, int] = {
-    "contains": 1,
-    "containsAll": 1,
-    "containsAny": 1,
-    "isEmpty": 0,
-    "getTag": 1,
-    "hasTag": 1,
-}
-"""Cedar's built-in methods and their arity (checked at parse time, unlike extension calls)."""
-
-DIALECT_METHODS: dict[str, int] = {"startsWith": 1, "endsWith": 1}
-"""cedarlite's string methods for agent policies; rejected by ``strict=True``."""
-
-MAX_NESTING = 1000
-"""Deepest expression nesting accepted: a leaf is one level, and each node holding it one more
-(an operator, ``if``, member access, call, set or record literal); a chain such as
-``a || b || c`` or ``a + b - c`` is one level however long. Deeper input is a
-:class:`~cedarlite.errors.ParseError` pointing at it. Every stage handles this depth without
-recursion (Cedar's own engine crashes near 1,000 nested parentheses)."""
-
-MAX_PARSE_STACK = 8 * MAX_NESTING + 64
-"""Unfinished symbols the LALR parser may hold at once. Each nesting level holds at most a handful
-(``if c then`` holds four), so this only stops input that nests deeper than
-:data:`MAX_NESTING` (redundant parentheses, which add no level to the tree, included) before
-it has been read to the end."""
+from .rules import (
+    BUILTIN_METHODS,
+    DIALECT_METHODS,
+    LITERAL_LIMIT,
+    MAX_NESTING,
+    RESERVED,
+    WILDCARD,
+    BadEscape,
+    decode_literal,
+)
 
 # The tokens of grammar/cedar.lark (same whitespace set, comments, strings, punctuation), with
 # two more alternatives so that a match exists wherever the previous one ended: any other
@@ -98,7 +80,6 @@ _RELOPS = {
 }
 _ADDITIVE = {"+": BinOp.ADD, "-": BinOp.SUB}
 _UNARY = {"!": UnaryOp.NOT, "-": UnaryOp.NEG}
-_BIG = I64_MAX + 1
 _IDENT_START = frozenset("_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGITS = frozenset("0123456789")
 
@@ -564,8 +545,8 @@ class _Parser:
                     if len(digits) > 19:  # never int() a huge digit string
                         raise _GiveUp
                     number = int(digits)
-                    if number >= _BIG:
-                        if number > _BIG:
+                    if number >= LITERAL_LIMIT:
+                        if number > LITERAL_LIMIT:
                             raise _GiveUp
                         self.big += 1
                     value = _lit(number, tspan(i))
@@ -908,7 +889,7 @@ class _Parser:
             and value.value >= 0
             and not paren
         ):
-            if value.value == _BIG:
+            if value.value == LITERAL_LIMIT:
                 self.big -= 1
             value = _lit(-value.value, self.tokens_to(prefix[-1], value.span.end))  # type: ignore[union-attr]
             count -= 1

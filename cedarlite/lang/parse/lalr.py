@@ -22,19 +22,18 @@ from lark import Transformer
 
 from ...data.ext import FUNCTIONS as EXT_FUNCTIONS
 from ...data.ext import METHODS as EXT_METHODS
-from ...data.values import I64_MAX, EntityUID
+from ...data.values import EntityUID
 from ...errors import ParseError
-from ...source import BadEscape, Span, decode_literal
+from ...source import Span
 from ...source import clip as _clip
 from .. import ast
 from ..ast import (
-    RESERVED,
-    WILDCARD,
     BinOp,
     Condition,
     ConditionKind,
     Effect,
     Expr,
+    PatternElem,
     Policy,
     Scope,
     ScopeOp,
@@ -43,9 +42,19 @@ from ..ast import (
     Var,
     is_action_type,
 )
-from .fast import BUILTIN_METHODS, DIALECT_METHODS, MAX_NESTING, MAX_PARSE_STACK
 from .lalr_driver import END, Automaton, LexError, TooDeep, UnexpectedToken, build_lark
 from .lalr_driver import Tok as Token
+from .rules import (
+    BUILTIN_METHODS,
+    DIALECT_METHODS,
+    LITERAL_LIMIT,
+    MAX_NESTING,
+    MAX_PARSE_STACK,
+    RESERVED,
+    WILDCARD,
+    BadEscape,
+    decode_literal,
+)
 
 _VARS = {v.value: v for v in Var}
 _RELOPS = {op.value: op for op in (BinOp.EQ, BinOp.NEQ, BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE)}
@@ -130,7 +139,7 @@ def _span(first: Any, last: Any) -> Span | None:
 # String literals
 
 
-def _unescape(tok: Token, pattern: bool = False) -> list[str | ast._Wildcard]:
+def _unescape(tok: Token, pattern: bool = False) -> list[PatternElem]:
     """Decode a string token, failing with the span of the bad escape."""
     raw = tok.value[1:-1]
     try:
@@ -149,7 +158,7 @@ def _string(tok: Token) -> str:
     return parts[0] if parts else ""  # type: ignore[return-value]
 
 
-def _pattern(tok: Token) -> tuple[str | ast._Wildcard, ...]:
+def _pattern(tok: Token) -> tuple[PatternElem, ...]:
     return tuple(_unescape(tok, pattern=True))
 
 
@@ -318,7 +327,7 @@ class _Builder(Transformer):
         if _state.pending_big:
             span = next(iter(_state.pending_big.values()))
             _state.pending_big.clear()
-            _fail(f"integer literal `{I64_MAX + 1}` is too large", span)
+            _fail(f"integer literal `{LITERAL_LIMIT}` is too large", span)
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -447,7 +456,7 @@ class _Builder(Transformer):
             _state.parenthesized.add(id(inner))
         span = _state.pending_big.pop(id(inner), None)
         if span is not None:
-            _fail(f"integer literal `{I64_MAX + 1}` is too large", span)
+            _fail(f"integer literal `{LITERAL_LIMIT}` is too large", span)
         return inner
 
     def set_lit(self, c: list[Any]) -> Expr:
@@ -478,11 +487,11 @@ class _Builder(Transformer):
         if tok.type == "STRING":
             return ast.Lit(_string(tok), span=span)
         digits = tok.value.lstrip("0") or "0"
-        if len(digits) > 19 or int(digits) > I64_MAX + 1:  # never int() a huge digit string
+        if len(digits) > 19 or int(digits) > LITERAL_LIMIT:  # never int() a huge digit string
             _fail(f"integer literal `{_clip(tok.value)}` is too large", span)
         value = int(digits)
         node = ast.Lit(value, span=span)
-        if value == I64_MAX + 1:
+        if value == LITERAL_LIMIT:
             _state.pending_big[id(node)] = span
         return node
 

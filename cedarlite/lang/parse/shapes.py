@@ -22,12 +22,13 @@ from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
-from ...data.values import I64_MAX, EntityUID
+from ...data.values import EntityUID
 from ...errors import ParseError
-from ...source import BadEscape, Span, decode_literal
+from ...source import Span
 from .. import ast
-from ..ast import WILDCARD, Policy
+from ..ast import Policy
 from . import parse_policies
+from .rules import LITERAL_LIMIT, WILDCARD, BadEscape, decode_literal
 
 MIN_POLICIES = 32
 """Texts with fewer policies go straight to the full parser (which also gives inner spans), and
@@ -151,7 +152,7 @@ def _decode_int(raw: str, negated: bool) -> int:
     if len(raw.lstrip("0")) > 19:
         raise _Fallback  # too large: the full parser says so (never int() a huge digit string)
     value = int(raw)
-    if value > I64_MAX + (1 if negated else 0):
+    if value > LITERAL_LIMIT - (0 if negated else 1):
         raise _Fallback
     return -value if negated else value
 
