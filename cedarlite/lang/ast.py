@@ -8,12 +8,13 @@ tree so the formatter can print it back; the evaluator gives each its Cedar mean
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from ..data.values import EntityUID
 
@@ -367,13 +368,13 @@ def _hash_tree(root: Expr) -> int:
     # Top-down, breadth first: reversed, every node comes after all the nodes inside it.
     order = [root]
     expanded: set[int] = set()
-    table = _CHILDREN
+    table = CHILDREN_OF
     i = 0
     while i < len(order):
         node = order[i]
         i += 1
         if not node._hash:
-            kids = table.get(node.__class__, _generic_children)(node)
+            kids = table.get(node.__class__, generic_children)(node)
             if kids and id(node) not in expanded:
                 expanded.add(id(node))
                 order += kids
@@ -577,12 +578,12 @@ def condition_expr(cond: Condition) -> Expr:
 
 def children(node: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of an expression node, in source order."""
-    direct = _CHILDREN.get(node.__class__)
-    return direct(node) if direct is not None else _generic_children(node)
+    direct = CHILDREN_OF.get(node.__class__)
+    return direct(node) if direct is not None else generic_children(node)
 
 
 _NO_CHILDREN: tuple[Expr, ...] = ()
-_CHILDREN: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
+CHILDREN_OF: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     Lit: lambda e: _NO_CHILDREN,
     Variable: lambda e: _NO_CHILDREN,
     Slot: lambda e: _NO_CHILDREN,
@@ -629,8 +630,9 @@ _HASH_KEYS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
 }
 
 
-def _generic_children(node: Expr) -> tuple[Expr, ...]:
-    """:func:`children` for a node class of another module (read from its fields)."""
+def generic_children(node: Expr) -> tuple[Expr, ...]:
+    """:func:`children` for a node class of another module (read from its fields); with
+    :data:`CHILDREN_OF`, for walks that inline :func:`children` (one call less per node)."""
     out: list[Expr] = []
     for name in _fields(node.__class__):
         value = getattr(node, name)
@@ -664,3 +666,45 @@ def depth(expr: Expr) -> int:
         deepest = max(deepest, level)
         stack.extend((child, level + 1) for child in children(node))
     return deepest
+
+
+# ---------------------------------------------------------------------------------------------
+# Passes over expressions, one method per node class
+
+#: Every expression node class.
+EXPR_CLASSES: tuple[type[Expr], ...] = (
+    Lit, Variable, Slot, Unary, Binary, And, Or, Arith, If, GetAttr, Has, Like, Is, MethodCall,
+    Call, SetLit, RecordLit,
+)  # fmt: skip
+
+
+def visit_name(cls: type[Expr]) -> str:
+    """The method that handles ``cls`` in an :class:`ExprVisitor`: ``visit_get_attr`` for
+    :class:`GetAttr`, ``visit_set_lit`` for :class:`SetLit`..."""
+    return "visit_" + re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
+
+class ExprVisitor:
+    """The base of the passes that handle each expression node class with a method of their
+    own (the code generator, the type checker): ``VISIT`` maps every node class to its
+    ``visit_...`` method (:func:`visit_name`), made when the subclass is defined. A node class
+    the subclass handles before dispatching is listed in ``ELSEWHERE``; any other node class
+    without a method is a ``TypeError`` at import, so no pass can forget a node class.
+
+    (The printer and the EST read nodes with ``match``, where the shape of a node, not only its
+    class, chooses the output.)
+    """
+
+    ELSEWHERE: ClassVar[tuple[type[Expr], ...]] = ()
+    VISIT: ClassVar[dict[type[Expr], Callable[..., Any]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        table: dict[type[Expr], Callable[..., Any]] = {}
+        for node in EXPR_CLASSES:
+            method = getattr(cls, visit_name(node), None)
+            if method is not None:
+                table[node] = method
+            elif node not in cls.ELSEWHERE:
+                raise TypeError(f"{cls.__name__} has no {visit_name(node)} for {node.__name__}")
+        cls.VISIT = table

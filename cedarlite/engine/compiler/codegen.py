@@ -47,15 +47,14 @@ from ...data.ext import FUNCTIONS, METHODS
 from ...data.request import Request
 from ...data.values import CedarSet, EntityUID, Record
 from ...errors import EvaluationError
-from ...lang.ast import _CHILDREN as _CHILDREN_OF  # `children`'s table: one call less per node
 from ...lang.ast import (
+    CHILDREN_OF,
     And,
-    Arith,
     Binary,
     BinOp,
-    Call,
     ConditionKind,
     Expr,
+    ExprVisitor,
     GetAttr,
     Has,
     If,
@@ -65,14 +64,13 @@ from ...lang.ast import (
     MethodCall,
     Or,
     Policy,
-    RecordLit,
     SetLit,
     Slot,
     Unary,
     UnaryOp,
     Var,
     Variable,
-    _generic_children,
+    generic_children,
 )
 from .. import ops
 from ..evaluator import Evaluator
@@ -148,11 +146,11 @@ def _analyse(bodies: Sequence[Expr]) -> tuple[set[int], dict[int, int], dict[int
     order: list[Any] = list(bodies)
     kids_of: list[tuple[Expr, ...]] = []
     foldable: set[int] = set()
-    table = _CHILDREN_OF
+    table = CHILDREN_OF  # (`children` inlined: one call less per node)
     i = 0
     while i < len(order):
         node = order[i]
-        kids = table.get(node.__class__, _generic_children)(node)
+        kids = table.get(node.__class__, generic_children)(node)
         if node.__class__ is SetLit and all(kid.__class__ is Lit for kid in kids):
             foldable.add(id(node))  # a literal set of literals (`[...].contains(x)`): done
             kids = ()
@@ -229,8 +227,10 @@ long the chain is. Shorter chains are generated inline, exactly as before."""
 _MARK = "\x00"  # around a constant's index in a run candidate's code (see `_Gen.const`)
 
 
-class _Gen:
+class _Gen(ExprVisitor):
     """Generates the Python source of condition code (one condition, or a leaf's function)."""
+
+    ELSEWHERE = (Lit,)  # a literal's code is made before the dispatch (`expr`)
 
     def __init__(self) -> None:
         self.consts: list[Any] = []
@@ -345,7 +345,7 @@ class _Gen:
                 return self.literal(value)
         if self._depth >= CODEGEN_DEPTH:
             return f"_ev({self.const(e)}, P, A, R, C, E)"
-        node = _NODES.get(e.__class__)
+        node = self.VISIT.get(e.__class__)
         if node is None:  # pragma: no cover - every node class has its method
             raise TypeError(f"not an expression node: {type(e).__name__}")
         self._depth += 1
@@ -360,9 +360,9 @@ class _Gen:
             # runs after this node reuses them, and a leaf has few distinct locals.
             self._ntmp = ntmp
 
-    # -- one method per node class (see `_NODES`) ---------------------------------------------
+    # -- one method per node class (ExprVisitor; a Lit is handled before the dispatch) -------
 
-    def _read(self, e: Any) -> str:
+    def visit_get_attr(self, e: Any) -> str:
         """An attribute read: through its memo if its path is shared (the memo's bare name
         where it is certainly set already)."""
         memo = self._memo(e)
@@ -376,16 +376,16 @@ class _Gen:
         self._learn(memo)
         return f"({memo} if {memo} is not _U else ({memo} := {code}))"
 
-    def _variable(self, e: Any) -> str:
+    def visit_variable(self, e: Any) -> str:
         return _VAR_NAMES[e.var]
 
-    def _and(self, e: Any) -> str:
+    def visit_and(self, e: Any) -> str:
         return self._junction([(x,) for x in e.operands], "and")
 
-    def _or(self, e: Any) -> str:
+    def visit_or(self, e: Any) -> str:
         return self._junction(self._or_units(e.operands), "or")
 
-    def _if(self, e: Any) -> str:
+    def visit_if(self, e: Any) -> str:
         test = self.bool_(e.cond)
         mark = self._mark()
         then = self.expr(e.then_)
@@ -394,12 +394,12 @@ class _Gen:
         self.forget(mark)
         return f"({then} if {test} else {other})"
 
-    def _unary(self, e: Any) -> str:
+    def visit_unary(self, e: Any) -> str:
         if e.op is UnaryOp.NOT:
             return f"(not {self.bool_(e.arg)})"
         return f"_neg({self.expr(e.arg)})"
 
-    def _is(self, e: Any) -> str:
+    def visit_is(self, e: Any) -> str:
         t = e.entity_type
         assign, v = self._bind(self.expr(e.expr))
         if e.in_expr is None:
@@ -409,18 +409,18 @@ class _Gen:
         self.forget(mark)
         return f"(_is({assign}, {t!r}) and {test})"
 
-    def _call(self, e: Any) -> str:
+    def visit_call(self, e: Any) -> str:
         return self._ext(FUNCTIONS[e.name], [self.expr(a) for a in e.args])
 
-    def _set(self, e: Any) -> str:
+    def visit_set_lit(self, e: Any) -> str:
         return f"CedarSet({_tuple([self.expr(x) for x in e.elements])})"
 
-    def _record(self, e: Any) -> str:
+    def visit_record_lit(self, e: Any) -> str:
         # Entries evaluate in key order, as the interpreter's (Rust's BTreeMap).
         body = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in sorted(e.entries))
         return f"Record({{{body}}})"
 
-    def _slot(self, e: Any) -> str:
+    def visit_slot(self, e: Any) -> str:
         raise ValueError(f"unlinked template slot `{e.slot.value}` in a condition")
 
     # -- chains --------------------------------------------------------------------------------
@@ -449,7 +449,7 @@ class _Gen:
         self.forget(mark)
         return "(" + f" {word} ".join(parts) + ")"
 
-    def _arith(self, e: Any) -> str:
+    def visit_arith(self, e: Any) -> str:
         """A chain ``a op b op c ...``: one step per operator, in a flat tuple (evaluated left
         to right), so that a long chain does not nest Python expressions."""
         operands, arith_ops = e.operands, e.ops
@@ -541,7 +541,7 @@ class _Gen:
 
     # -- operators ---------------------------------------------------------------------------
 
-    def _binary(self, e: Any) -> str:
+    def visit_binary(self, e: Any) -> str:
         op, left, right = e.op, e.left, e.right
         if op is BinOp.IN:
             return self._in(self.expr(left), right)
@@ -690,7 +690,7 @@ class _Gen:
             f"and {attr!r} in {v} else _ga({v}, {attr!r}, E))"
         )
 
-    def _has(self, e: Any) -> str:
+    def visit_has(self, e: Any) -> str:
         inner, path = e.expr, e.path
         assign, v = self._bind(self.expr(inner))
         parts = [self._has_one(assign, v, path[0])]
@@ -705,7 +705,7 @@ class _Gen:
         """``has attr`` on the value that ``assign`` computes into variable ``v``."""
         return f"({attr!r} in {v} if {assign}.__class__ is Record else _has({v}, {attr!r}, E))"
 
-    def _like(self, e: Any) -> str:
+    def visit_like(self, e: Any) -> str:
         inner, segments = e.expr, like_segments(e.pattern)
         assign, v = self._bind(self.expr(inner))
         test = _string_test(v, segments) or self._segments_test(v, segments)
@@ -724,7 +724,7 @@ class _Gen:
             pre = f"({self.literal(segments[1])} in {v})"
         return f"({pre} and _like_str({self.const(segments)}, {v}))"
 
-    def _method(self, e: Any) -> str:
+    def visit_method_call(self, e: Any) -> str:
         name = e.name
         codes = [self.expr(e.receiver), *[self.expr(a) for a in e.args]]
         if name in ops.PURE_METHODS:
@@ -738,27 +738,6 @@ class _Gen:
             return f"_x_{func.name}({', '.join(codes)})"
         # Wrong arity is an evaluation error, raised after the arguments are evaluated.
         return f"_X_{func.name}.call({_tuple(codes)})"
-
-
-# The code of each expression node class (a method of `_Gen`).
-_NODES: dict[type, Callable[[_Gen, Any], str]] = {
-    GetAttr: _Gen._read,
-    Binary: _Gen._binary,
-    Variable: _Gen._variable,
-    MethodCall: _Gen._method,
-    And: _Gen._and,
-    Or: _Gen._or,
-    If: _Gen._if,
-    Unary: _Gen._unary,
-    Arith: _Gen._arith,
-    Has: _Gen._has,
-    Like: _Gen._like,
-    Is: _Gen._is,
-    Call: _Gen._call,
-    SetLit: _Gen._set,
-    RecordLit: _Gen._record,
-    Slot: _Gen._slot,
-}
 
 
 def _literal(test: Any) -> str:
