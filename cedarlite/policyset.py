@@ -55,7 +55,15 @@ class PolicySet:
         "source",
     )
 
-    def __init__(self, policies: Iterable[Policy] = (), *, source: str | None = None) -> None:
+    def __init__(
+        self,
+        policies: Iterable[Policy] = (),
+        *,
+        source: str | None = None,
+        origins: Mapping[str, PolicyOrigin] | None = None,
+    ) -> None:
+        """A set of ``policies`` read from ``source``; ``origins`` gives each policy's own
+        source and text instead (a set built from the policies of several files)."""
         self.source = source
         self._cache: dict[str, Any] = {}
         self._pending: tuple[str, bool] | None = None
@@ -64,7 +72,7 @@ class PolicySet:
         # (None: every policy and template of a set parsed from text).
         self._positional: frozenset[str] | None = frozenset()
         # Per-policy origin, for sets combined from several sources (None: all from `source`).
-        self._origins: Mapping[str, PolicyOrigin] | None = None
+        self._origins = None if origins is None else MappingProxyType(dict(origins))
         self._loaded = self._index(tuple(policies))
 
     def _index(

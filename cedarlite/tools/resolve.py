@@ -34,7 +34,7 @@ from ..engine.compiler.codegen import compile_predicate
 from ..engine.evaluator import Evaluator
 from ..errors import CedarliteError, ValidationError
 from ..lang.ast import Effect, Policy, ScopeOp
-from ..policyset import PolicySet
+from ..policyset import PolicyOrigin, PolicySet
 from ..schema.model import Schema
 from ..schema.validator import ValidationIssue, ValidationResult, Validator
 from .arguments import ArgumentPlan
@@ -755,8 +755,9 @@ class RuleSet(PolicySet):
         source: str | None,
         checked: str,
         warnings: tuple[ValidationIssue, ...] = (),
+        origins: Mapping[str, PolicyOrigin] | None = None,
     ) -> None:
-        super().__init__(policies, source=source)
+        super().__init__(policies, source=source, origins=origins)
         self.checked = checked
         self.warnings = warnings
 
@@ -765,9 +766,8 @@ class RuleSet(PolicySet):
         cls, policies: PolicySet, checked: str, warnings: tuple[ValidationIssue, ...] = ()
     ) -> RuleSet:
         """``policies`` as a rule set, each policy keeping the file and text it came from."""
-        rules = cls(policies, policies.source, checked, warnings)
-        rules._origins = {p.id: policies.origin(p.id) for p in policies}
-        return rules
+        origins = {p.id: policies.origin(p.id) for p in policies}
+        return cls(policies, policies.source, checked, warnings, origins=origins)
 
 
 class RulesError(ValidationError):
