@@ -347,7 +347,8 @@ def _parser() -> argparse.ArgumentParser:
         "--config",
         required=True,
         metavar="FILE",
-        help="the new tools configuration (JSON), or a scenario file with `config` and `tools`",
+        help="the new tools configuration (JSON), a scenario file with `config` and `tools`, "
+        "or a Claude Code hook configuration (its catalog rebuilt as the hook builds it)",
     )
     rp.add_argument(
         "--rules",

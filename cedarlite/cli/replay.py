@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import ValidationError
+from ..errors import CedarliteError, ValidationError
 from .common import EXIT_FAILURE, EXIT_INVALID, EXIT_OK, plural
 from .tools import report_findings, scenario, summary
 
@@ -19,19 +19,30 @@ def cmd_replay(args: argparse.Namespace) -> int:
     validate, 1 when the replay cannot start or some of the log could not be read at all."""
     # lazy on purpose: a command loads only the stages it runs (the command line's start time)
     from ..impact import ReplayError, replay
+    from ..impact.hook import hook_replay, is_hook_config
     from ..shipped import resolve
     from ..tools import ConfigError
 
     args.scenario = args.config  # read as `tools lint` reads its file (a scenario or a config)
     sc = scenario(args, bare_config=True)
+    rules = [resolve(r) for r in args.rules] if args.rules else None
+    tools, catalog = sc.tools if (args.tools or sc.tools) else None, None
+    if not args.tools and is_hook_config(sc.doc.data):  # a hook's log, with the hook's files
+        try:
+            _, rules, catalog = hook_replay(args.config, args.rules or ())
+        except CedarliteError as err:
+            print(err.render(), file=sys.stderr)
+            return EXIT_INVALID
+        tools = None
     progress = _ProgressBar() if sys.stderr.isatty() else None
     try:
         with sc.blame():
             report = replay(
                 args.log,
                 sc.config,
-                [resolve(r) for r in args.rules] if args.rules else None,
-                tools=sc.tools if (args.tools or sc.tools) else None,
+                rules,
+                tools=tools,
+                catalog=catalog,
                 scheduler=args.scheduler,
                 workers=args.workers,
                 out=args.out,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.jsonvalue import load_json
-from ..errors import ValidationError
+from ..errors import CedarliteError, ValidationError
 from .common import (
     EXIT_DENY,
     EXIT_FAILURE,
@@ -88,7 +88,9 @@ class Scenario:
     def render(self, issue: Any) -> str:
         """A lint finding located in the file it came from."""
         loc = tuple(issue.loc)
-        if loc[:1] == ("context",):
+        if getattr(issue, "in_tool_list", False) and self.config_at:  # beside `config`
+            doc = self.doc
+        elif loc[:1] == ("context",):
             if self.context_doc is not None:
                 doc, loc = self.context_doc, loc[1:]
             else:
@@ -139,9 +141,10 @@ def report_findings(args: argparse.Namespace, sc: Scenario, findings: Sequence[A
             print(sc.render(finding), file=sys.stderr)
 
 
-def summary(findings: Sequence[Any]) -> str:
+def summary(findings: Sequence[Any], more_errors: int = 0) -> str:
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = len(findings) - errors
+    errors += more_errors
     return f"{plural(errors, 'error')}, {plural(warnings, 'warning')}"
 
 
@@ -188,19 +191,49 @@ def cmd_tools_lint(args: argparse.Namespace) -> int:
     """Every finding on a configuration (a scenario's, or a bare configuration file) and its
     run context; exit 3 if any is an error."""
     # lazy on purpose: a command loads only the stages it runs (the command line's start time)
-    from ..tools import lint_config
+    from ..impact.hook import is_hook_config
+    from ..tools import ToolCatalog, lint_config
+    from ..tools.lint import tool_issues
 
     sc = scenario(args, bare_config=True)
+    tools, hook_error, hook = sc.tools or None, None, is_hook_config(sc.doc.data)
+    if hook:  # a Claude Code hook's: its catalog, its argument maps
+        tools, hook_error = _hook_lint(args.scenario)
     with sc.blame():
-        findings = lint_config(sc.config, sc.tools or None, sc.context)
+        findings = lint_config(sc.config, tools, sc.context, check_tools=not hook)
+        if hook:  # its own `tools` entries, at their place in the file
+            findings = (*tool_issues(ToolCatalog.from_tools(sc.tools)), *findings)
+    more = 0 if hook_error is None else 1
     if args.json:
+        if hook_error is not None:
+            print(hook_error.render(), file=sys.stderr)
         print(json.dumps([f.to_json() for f in findings], indent=2))
     else:
-        for finding in findings:
-            print(sc.render(finding))
+        for text in [*([hook_error.render()] if hook_error else []), *map(sc.render, findings)]:
+            print(text)
             print()
-        print(f"{sc.doc.path}: {summary(findings) if findings else 'no findings'}")
-    return EXIT_INVALID if any(f.severity == "error" for f in findings) else EXIT_OK
+        text = summary(findings, more) if findings or more else "no findings"
+        print(f"{sc.doc.path}: {text}")
+    if hook_error is not None or any(f.severity == "error" for f in findings):
+        return EXIT_INVALID
+    return EXIT_OK
+
+
+def _hook_lint(path: str) -> tuple[Any, CedarliteError | None]:
+    """A Claude Code hook configuration's catalog (as the hook builds it, before any call)
+    and the first mistake in its argument maps, located (``None`` when there is none)."""
+    # lazy on purpose: only a hook's configuration needs the hook's reader
+    from ..hosts.claude_code import HookConfig
+
+    try:
+        config = HookConfig.read(path)
+    except CedarliteError as err:
+        return None, err
+    try:
+        config.mapping.check()
+    except CedarliteError as err:
+        return config.catalog(None), config.located(err)
+    return config.catalog(None), None
 
 
 def cmd_tools_schema(args: argparse.Namespace) -> int:

@@ -58,8 +58,9 @@ class ApprovalRequest:
     ``title``, ``description``, ``severity`` (``info``/``warning``/``critical``), ``tool`` (the
     normalized name), ``call`` (``sessionKey``, ``toolCallId``, ``runId``), ``timeout`` in seconds
     and ``timeout_behavior`` (``allow``/``deny``: what a timeout means) as in docs/guard.md
-    §11.4; ``plugin_id`` is the plugin that asked (``None`` for an ``@ask`` policy, whose labels are
-    in ``policies``); ``agent`` the run's agent; ``params`` the arguments the call would run with.
+    §11.4; ``plugin_id`` is the plugin that asked (``None`` for an ``@ask`` policy,
+    whose labels are in ``policies``); ``agent`` the run's agent; ``params`` the arguments the call
+    would run with.
     """
 
     title: str

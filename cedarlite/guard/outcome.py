@@ -30,9 +30,9 @@ class Outcome(NamedTuple):
     the labels of the determining Cedar policies; ``errors`` the policies that failed to evaluate;
     ``approval`` the first pending approval request of an ``"ask"`` (all of them in ``approvals``);
     ``failure`` whether a block is a failure (an error result) rather than a veto (docs/guard.md
-    §11.5); ``warnings`` the loop warnings emitted for this call; ``error`` the cause of a failure
-    of the guard or of a hook (what the decision log's ``error`` says), else ``None``. (An immutable
-    record; a named tuple because one is built per call.)
+    §11.5); ``warnings`` the loop warnings emitted for this call; ``error`` the cause
+    of a failure of the guard or of a hook (what the decision log's ``error`` says), else ``None``.
+    (An immutable record; a named tuple because one is built per call.)
     """
 
     action: str

@@ -1,11 +1,11 @@
 """The tool catalog: core tools, groups, profiles, plugin and MCP tools, as Cedar entities.
 
 The data of docs/tool-policy.md §2 (sections, the 32 core tools, groups, profiles) and the default
-lists of docs/tool-policy.md §5.7, §5.8 and docs/tool-policy.md §7 live here. A :class:`ToolCatalog`
-is built from the tools of a run (docs/tool-policy.md §4.2): it registers plugin tools (the
-context-independent part of docs/tool-policy.md §6.2: plugin-id conflicts and name collisions that
-cannot depend on optional tools) and provides the entity store the compiled policies are evaluated
-against:
+lists of docs/tool-policy.md §5.7, §5.8 and docs/tool-policy.md §7 live here. A
+:class:`ToolCatalog` is built from the tools of a run (docs/tool-policy.md §4.2): it registers
+plugin tools (the context-independent part of docs/tool-policy.md §6.2: plugin-id conflicts and name
+collisions that cannot depend on optional tools) and provides the entity store the compiled policies
+are evaluated against:
 
 * every tool name is an action ``Action::"<normalized name>"`` whose parents are its groups:
   ``Action::"group:<section>"``, ``Action::"group:openclaw"``, ``Action::"group:owner-only"``,
@@ -36,8 +36,9 @@ from ..data.values import EntityUID, Record
 from ..errors import CedarliteError
 from .names import identity, js_trim, norm, trim_lower
 
-# ---------------------------------------------------------------------------------------------
-# Core data (docs/tool-policy.md §2, §5.7, docs/tool-policy.md §5.8, §7)
+# --------------------------------------------------------------------------------------------- Core
+# data (docs/tool-policy.md §2, §5.7, docs/tool-policy.md §5.8,
+# docs/tool-policy.md §7)
 
 #: Sections in order: id → display label (docs/tool-policy.md §2.1).
 SECTIONS: dict[str, str] = {
@@ -127,6 +128,17 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "coding": (*(t.id for t in CORE_TOOLS if "coding" in t.profiles), BUNDLE_MCP),
     "messaging": (*(t.id for t in CORE_TOOLS if "messaging" in t.profiles), BUNDLE_MCP),
 }
+
+#: ``loopDetection``'s thresholds and their defaults (docs/guard.md §11.2), and its detectors:
+#: the keys the hooks read and the strict reading checks (here, not with the configuration
+#: models: a hook process loads this module, never those).
+LOOP_DEFAULTS: Mapping[str, int] = {
+    "historySize": 30,
+    "warningThreshold": 10,
+    "criticalThreshold": 20,
+    "globalCircuitBreakerThreshold": 30,
+}
+LOOP_DETECTORS = ("genericRepeat", "knownPollNoProgress", "pingPong")
 
 #: Owner-only tool names (docs/tool-policy.md §7) and their approval class (used by
 #: ``before_tool_call``).

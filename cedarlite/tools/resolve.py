@@ -971,7 +971,8 @@ def resolve_tools(
     tools: Iterable[Mapping[str, Any]] | ToolCatalog,
     context: Mapping[str, Any] | None,
 ) -> ToolResolution:
-    """Resolve the tools offered to the model for a run (docs/tool-policy.md §1, §4-§10).
+    """Resolve the tools offered to the model for a run (docs/tool-policy.md §1, docs/tool-policy.md
+    §4-§10).
 
     ``config`` is the tools configuration (docs/tool-policy.md §4.1), ``tools`` the run's tools
     (docs/tool-policy.md §4.2), ``context`` the run context (docs/tool-policy.md §4.3). Every

@@ -95,7 +95,8 @@ class Variant:
 
     @property
     def source_entries(self) -> tuple[Any, ...]:
-        """The allow list that counts as an explicit allowlist (docs/tool-policy.md §6.2, §9)."""
+        """The allow list that counts as an explicit allowlist (docs/tool-policy.md §6.2,
+        §9)."""
         if self.step <= 2:
             return self.base or ()
         return self.policy.allow or ()
