@@ -211,6 +211,7 @@ class HookConfig(NamedTuple):
         """Raise for the mistakes reading leaves to the build of a guard (not paid on every
         call): in the argument maps (:meth:`HostMapping.check`) and in the ``tools`` entries
         (a ``pluginid``: :func:`~cedarlite.tools.lint.tool_issues`)."""
+        # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
         from ..tools import ToolCatalog
         from ..tools.lint import raise_errors, tool_issues
 

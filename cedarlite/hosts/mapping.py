@@ -142,6 +142,7 @@ class ToolMapping(NamedTuple):
             raise MappingError(f"`{where}`: a tool mapping must be an object", loc=(host,))
         for key in data:
             if key not in _ENTRY_KEYS:
+                # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
                 from ..tools.lint import did_you_mean
 
                 raise MappingError(
@@ -270,6 +271,7 @@ class HostMapping:
 def _check_host_name(host: Any, path: str) -> None:
     """An override's host tool name: a misspelt built-in (``NotebookEdti``) is an error; other
     names (MCP tools, tools newer than this table) are taken as they are."""
+    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
     from ..tools.lint import did_you_mean
 
     known = (*CLAUDE_CODE_TOOLS, *CLAUDE_CODE_BUILTINS)
@@ -285,6 +287,8 @@ def _check_argument_map(entry: ToolMapping, path: str) -> None:
     requires (``pth`` for ``write``'s ``path``), and a ``paths`` name that no argument of the
     call has once renamed (a host name renamed away, or a near miss), are errors: the first
     denies every call, the second leaves a path unchecked by the path rules."""
+    # lazy on purpose: only checking a mapping needs the parameter schemas, which a hook process
+    # never loads (test_layering)
     from ..tools.lint import did_you_mean
     from ..tools.params import CORE_PARAMETERS
 
