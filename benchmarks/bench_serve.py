@@ -12,7 +12,7 @@ client) with one connection (keep-alive for HTTP) and sends its requests one aft
 it records each request's round trip. The transports are measured in alternating rounds (socket,
 HTTP, socket, ...), each against a fresh service, so neither runs warm from the other.
 
-The in-process rows decide the same requests with :class:`cedarlite.hooks.Guard` in this
+The in-process rows decide the same requests with :class:`cedarlite.guard.Guard` in this
 process: one thread, and 8 threads sharing it (one GIL). Printed: requests per second over
 the whole round (all clients), p50 and p99 of the round trips, and the services' throughput
 over the in-process guard's. Shared machines are noisy: quote medians and ratios.
@@ -169,7 +169,7 @@ def round_of(kind: str, where: str, items: list[dict[str, Any]], clients: int, n
 
 def in_process(config: Path, items: list[dict[str, Any]], threads: int, n: int
                ) -> tuple[float, list[float]]:  # fmt: skip
-    from cedarlite.hooks import Guard, MemorySessionStore
+    from cedarlite.guard import Guard, MemorySessionStore
     from cedarlite.shipped import resolve
 
     data = json.loads(config.read_text())

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cedarlite.hooks import Guard, MemorySessionStore, Outcome
+from cedarlite.guard import Guard, MemorySessionStore, Outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = json.loads((ROOT / "examples" / "coding-agent.json").read_text())

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from ... import _log
 from ..._version import __version__
 from ...errors import CedarliteError
-from ...hooks import Guard, MemorySessionStore, SessionStore
+from ...guard import Guard, MemorySessionStore, SessionStore
 from ..claude_code import (
     HookConfig,
     HookOptions,
@@ -279,7 +279,7 @@ class GuardSet:
             self.directory = state_dir(options.state_dir)
         self.store: SessionStore
         if self.directory is not None:
-            from ...hooks.sqlite_store import SQLiteSessionStore
+            from ...guard.sqlite_store import SQLiteSessionStore
 
             self.store = SQLiteSessionStore(os.path.join(self.directory, _SESSIONS))
         else:

@@ -11,9 +11,9 @@ size limit), 422 (a reload whose files do not load), 409 (``is_authorized`` with
 uvicorn (``pip install 'cedarlite[serve]'``) parses HTTP and keeps each connection in its
 event loop, so a slow client costs a coroutine, not a thread, and never delays another
 client's answer. Decisions take microseconds and run on the event loop; with the session
-state in SQLite (which may wait for another process) they run in a thread pool. The service listens on
-loopback unless ``--token-file`` is given; with it, every request must carry ``Authorization:
-Bearer <token>`` (compared in constant time).
+state in SQLite (which may wait for another process) they run in a thread pool. The service
+listens on loopback unless ``--token-file`` is given; with it, every request must carry
+``Authorization: Bearer <token>`` (compared in constant time).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class App:
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="decide")
         # Decisions with the session state in memory never wait: they run on the event loop.
         # With it in SQLite, a decision may wait for another process's transaction: a thread.
-        from ...hooks import MemorySessionStore
+        from ...guard import MemorySessionStore
 
         self.inline = isinstance(service.guards.store, MemorySessionStore)
 
