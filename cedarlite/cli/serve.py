@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 from typing import Any
@@ -106,28 +107,25 @@ def run(args: argparse.Namespace) -> int:
     from ..hosts.serve.service import serve
 
     _log_to_stderr()
-    config = args.config
-    if config.startswith("cedarlite:"):  # a shipped example scenario
-        # lazy on purpose: only for a shipped example
-        from .. import shipped
-
-        try:
-            config = str(shipped.example_path(config))
-        except CedarliteError as err:
-            print(err.render(), file=sys.stderr)
-            return 3
-    options = ServeOptions(
-        os.path.abspath(config),
-        tuple(args.rules),
-        tuple(args.policies),
-        args.state_dir,
-        args.decision_log,
-        args.claude_code,
-    )
     try:
+        config = args.config
+        if config.startswith("cedarlite:"):  # a shipped example scenario
+            # lazy on purpose: only for a shipped example
+            from .. import shipped
+
+            config = str(shipped.example_path(config))
+        options = ServeOptions(
+            os.path.abspath(config),
+            tuple(args.rules),
+            tuple(args.policies),
+            args.state_dir,
+            args.decision_log,
+            args.claude_code,
+        )
         code = serve(options, listen)
     except CedarliteError as err:
-        print(err.render(), file=sys.stderr)
+        shown = json.dumps(err.to_json()) if args.error_format == "json" else err.render()
+        print(shown, file=sys.stderr)
         return 3
     except OSError as err:
         print(f"cedarlite serve: error: cannot listen: {err}", file=sys.stderr)
