@@ -21,9 +21,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     hook command line ends the process once it has answered."""
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:1] == ["hook"]:
+        # lazy on purpose: only a hook command line switches the collector off
         import gc
 
         gc.disable()  # a hook process lives for one event (see run_process), imports included
+        # lazy on purpose: a hook process loads the service's client, then (when no
+        # service answers) the hook, never the command line
         from .hosts.serve.client import ask_service
 
         # The per-user decision service answers (and this process ends), or the hook decides
@@ -36,7 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if options is not None:
             run_process(options)
         gc.enable()
-    from .cli import main as cli_main
+    # lazy on purpose: the command line loads only for a call that is not a hook
+    from .cli.main import main as cli_main
 
     return cli_main(words)
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cedarlite.hooks import Guard, MemorySessionStore, Outcome
+from cedarlite.guard import Guard, MemorySessionStore, Outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = json.loads((ROOT / "examples" / "coding-agent.json").read_text())
@@ -117,8 +117,17 @@ def in_process_answers(config: Path, requests: list[dict[str, Any]]) -> list[dic
 
 
 def serve_args(config: Path, *more: str) -> list[str]:
-    return [sys.executable, "-m", "cedarlite", "serve", "--config", str(config), "--rules", RULES,
-            *more]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "cedarlite",
+        "serve",
+        "--config",
+        str(config),
+        "--rules",
+        RULES,
+        *more,
+    ]
 
 
 @contextlib.contextmanager
@@ -197,8 +206,9 @@ class StdioService:
 @contextlib.contextmanager
 def stdio_service(config: Path, *more: str) -> Iterator[StdioService]:
     args = serve_args(config, "--stdio", *more)
-    with process(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE) as proc:  # fmt: skip
+    with process(
+        args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
         errors = Lines(proc.stderr)
         service = StdioService(proc)
         service.errors = errors  # type: ignore[attr-defined]

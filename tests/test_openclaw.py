@@ -292,7 +292,7 @@ def test_the_service_command_line_is_what_serve_accepts(tmp_path: Path) -> None:
     config = tmp_path / "tools.json"
     config.write_text('{"tools": {"profile": "coding"}}')
     words = install.service_command(install.Settings(("cedarlite:paths",), str(config)))
-    from cedarlite.cli import _parser
+    from cedarlite.cli.main import _parser
 
     args = _parser().parse_args(words[3:])
     assert args.stdio and args.config == str(config) and args.rules == ["cedarlite:paths"]

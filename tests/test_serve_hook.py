@@ -40,10 +40,21 @@ class Hook:
 
     def args(self, *extra: str, config: Path | None = None) -> list[str]:
         rules = ["cedarlite:exec-commands", "cedarlite:paths", str(self.root / "rules.cedar")]
-        return [sys.executable, "-m", "cedarlite", "hook", "claude-code",
-                "--config", str(config or self.root / "cedarlite.json"),
-                *(w for r in rules for w in ("--rules", r)),
-                "--state-dir", str(self.state), "--decision-log", str(self.log), *extra]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "cedarlite",
+            "hook",
+            "claude-code",
+            "--config",
+            str(config or self.root / "cedarlite.json"),
+            *(w for r in rules for w in ("--rules", r)),
+            "--state-dir",
+            str(self.state),
+            "--decision-log",
+            str(self.log),
+            *extra,
+        ]
 
     def event(self, tool: str, tool_input: Any, **fields: Any) -> bytes:
         payload = {
@@ -61,8 +72,7 @@ class Hook:
 
     def run(self, data: bytes, *extra: str, service: bool = True, **kw: Any) -> Answer:
         args = self.args(*extra, **kw) if service else self.args("--no-service", *extra, **kw)
-        done = subprocess.run(args, input=data, capture_output=True, timeout=60,
-                              env=SERVICE_ENV)  # fmt: skip
+        done = subprocess.run(args, input=data, capture_output=True, timeout=60, env=SERVICE_ENV)
         return Answer(done.returncode, done.stdout.decode(), done.stderr.decode())
 
     def serve_dir(self) -> Path:
@@ -169,7 +179,7 @@ def payloads(hook: Hook) -> list[bytes]:
         hook.event(
             "Edit",
             {"file_path": str(r / ".claude/settings.json"), "old_string": "a", "new_string": "b"},
-        ),  # fmt: skip
+        ),
         hook.event(
             "MultiEdit",
             {
@@ -185,7 +195,7 @@ def payloads(hook: Hook) -> list[bytes]:
             "mcp__github__create_issue",
             {"repo": "a/b", "title": "t"},
             mcp_server={"name": "github", "source": "user"},
-        ),  # fmt: skip
+        ),
         hook.event("mcp__github__delete_repo", {"repo": "a/b"}),
         hook.event("TodoWrite", {"todos": []}),
         hook.event("Bash", {"command": "ls"}, agent_id="sub-1", agent_type="reviewer"),
@@ -194,7 +204,7 @@ def payloads(hook: Hook) -> list[bytes]:
             {"command": "ls"},
             hook_event_name="PostToolUse",
             tool_response={"stdout": "a", "stderr": ""},
-        ),  # fmt: skip
+        ),
         hook.event("Bash", {"command": "ls"}, hook_event_name="PostToolUseFailure", error="x"),
         hook.event("Bash", {"command": 7}),
         hook.event("Bash", {"command": "ls"}, hook_event_name="SessionStart"),
@@ -247,9 +257,12 @@ def test_loop_detection_across_hook_processes_via_the_service(tmp_path: Path) ->
     with new_hook() as hook:
         config = hook.root / "loops.json"
         data = json.loads((EXAMPLE / "cedarlite.json").read_text())
-        data["config"]["tools"]["loopDetection"] = {"enabled": True, "warningThreshold": 1,
-                                                    "criticalThreshold": 2,
-                                                    "globalCircuitBreakerThreshold": 3}  # fmt: skip
+        data["config"]["tools"]["loopDetection"] = {
+            "enabled": True,
+            "warningThreshold": 1,
+            "criticalThreshold": 2,
+            "globalCircuitBreakerThreshold": 3,
+        }
         config.write_text(json.dumps(data))
         warm = hook.event("Read", {"file_path": "/x"}, session_id="warm-up")
         for _ in range(2):
@@ -264,8 +277,13 @@ def test_loop_detection_across_hook_processes_via_the_service(tmp_path: Path) ->
             decisions.append(pre.decision)
             if pre.decision != "allow":
                 break
-            post = hook.event("Bash", {"command": "git status"}, hook_event_name="PostToolUse",
-                              tool_response=response, **call)  # fmt: skip
+            post = hook.event(
+                "Bash",
+                {"command": "git status"},
+                hook_event_name="PostToolUse",
+                tool_response=response,
+                **call,
+            )
             assert hook.run(post, config=config).code == 0
         assert decisions == ["allow", "allow", "allow", "deny"]
         assert hook.health()["requests"] - before == 8
@@ -279,8 +297,9 @@ def test_no_service_and_the_environment_opt_out() -> None:
         assert not hook.serve_dir().exists()
         env = {**SERVICE_ENV, "CEDARLITE_NO_SERVICE": "1"}
         for _ in range(2):
-            done = subprocess.run(hook.args(), input=event, capture_output=True, env=env,
-                                  timeout=60)  # fmt: skip
+            done = subprocess.run(
+                hook.args(), input=event, capture_output=True, env=env, timeout=60
+            )
             assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
         assert not hook.serve_dir().exists()
 
@@ -295,8 +314,12 @@ def test_the_service_starts_once_and_exits_when_idle() -> None:
         mode = stat.S_IMODE(os.stat(hook.serve_dir()).st_mode)
         assert mode == 0o700 and stat.S_IMODE(os.stat(hook.socket()).st_mode) == 0o600
         # More hook calls (several at once) use it; none starts another.
-        procs = [subprocess.Popen(hook.args(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  env=SERVICE_ENV) for _ in range(6)]  # fmt: skip
+        procs = [
+            subprocess.Popen(
+                hook.args(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=SERVICE_ENV
+            )
+            for _ in range(6)
+        ]
         outs = [p.communicate(hook.event("Bash", {"command": "ls"}), timeout=60)[0] for p in procs]
         assert all(b'"allow"' in out for out in outs)
         assert hook.service_pids() == pids
@@ -305,9 +328,21 @@ def test_the_service_starts_once_and_exits_when_idle() -> None:
         hook.run(hook.event("Bash", {"command": "ls"}))  # creates the state directory
         directory = hook.serve_dir()
         directory.mkdir(mode=0o700)
-        args = [sys.executable, "-m", "cedarlite", "serve", "--claude-code", "--socket",
-                str(directory / "s.sock"), "--config", str(hook.root / "cedarlite.json"),
-                "--state-dir", str(hook.state), "--idle-exit", "1"]  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "cedarlite",
+            "serve",
+            "--claude-code",
+            "--socket",
+            str(directory / "s.sock"),
+            "--config",
+            str(hook.root / "cedarlite.json"),
+            "--state-dir",
+            str(hook.state),
+            "--idle-exit",
+            "1",
+        ]
         proc = subprocess.Popen(args, env=SERVICE_ENV, stderr=subprocess.PIPE)
         try:
             assert proc.wait(60) == 0
@@ -370,9 +405,13 @@ def test_a_hung_service_leaves_the_decision_to_the_hook_within_its_deadline() ->
 def test_the_client_path_imports_almost_nothing() -> None:
     with new_hook() as hook:
         hook.start_service()
-        done = subprocess.run([sys.executable, "-X", "importtime", *hook.args()[1:]],
-                              input=hook.event("Bash", {"command": "ls"}), capture_output=True,
-                              env=SERVICE_ENV, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", *hook.args()[1:]],
+            input=hook.event("Bash", {"command": "ls"}),
+            capture_output=True,
+            env=SERVICE_ENV,
+            timeout=60,
+        )
         assert b'"allow"' in done.stdout
         loaded = {
             line.split("|")[-1].strip()
@@ -380,8 +419,14 @@ def test_the_client_path_imports_almost_nothing() -> None:
             if line.startswith("import time:") and "|" in line
         }
         mine = sorted(m for m in loaded if m.startswith("cedarlite"))
-        assert mine == ["cedarlite", "cedarlite._sha", "cedarlite._version", "cedarlite.hosts",
-                        "cedarlite.hosts.serve", "cedarlite.hosts.serve.client"]  # fmt: skip
+        assert mine == [
+            "cedarlite",
+            "cedarlite._sha",
+            "cedarlite._version",
+            "cedarlite.hosts",
+            "cedarlite.hosts.serve",
+            "cedarlite.hosts.serve.client",
+        ]
         for heavy in ("typing", "re", "json", "socket", "subprocess", "logging", "threading"):
             assert heavy not in loaded, heavy
 
@@ -401,13 +446,47 @@ def test_the_client_reads_the_command_line_as_the_hook_does(
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert client._cache_root() == _cache_dir.cache_root()
     monkeypatch.delenv(client.NO_SERVICE)
-    target, rest = client.read_target(["claude-code", "--config=c.json", "--rules", "r.cedar",
-                                       "--rules", "cedarlite:paths", "--deadline", "3"])  # fmt: skip
+    target, rest = client.read_target(
+        [
+            "claude-code",
+            "--config=c.json",
+            "--rules",
+            "r.cedar",
+            "--rules",
+            "cedarlite:paths",
+            "--deadline",
+            "3",
+        ]
+    )
     assert target is not None and rest[0] == "claude-code"
     assert target.config == os.path.abspath("c.json") and target.deadline == 3
     assert target.rules == [os.path.abspath("r.cedar"), "cedarlite:paths"]
-    for words in (["claude-code", "--config", "c", "--no-service"], ["claude-code", "--help"],
-                  ["claude-code", "--config"], ["claude-code", "--config", "c", "--deadline", "x"],
-                  ["claude-code", "--print-settings", "--config", "c"]):  # fmt: skip
+    for words in (
+        ["claude-code", "--config", "c", "--no-service"],
+        ["claude-code", "--help"],
+        ["claude-code", "--config"],
+        ["claude-code", "--config", "c", "--deadline", "x"],
+        ["claude-code", "--print-settings", "--config", "c"],
+    ):
         target, rest = client.read_target(words)
         assert target is None and "--no-service" not in rest
+
+
+def test_a_service_that_cannot_start_is_not_started_at_every_call() -> None:
+    with new_hook() as hook:
+        broken = hook.root / "broken.json"
+        broken.write_text('{"config": {"tools": {"profile": "codin"}}}')
+        event = hook.event("Bash", {"command": "ls"})
+        for _ in range(2):  # the first creates the state directory, the second starts one
+            answer = hook.run(event, config=broken)
+            assert answer.decision == "deny" and "codin" in answer.stdout
+        assert wait_for(lambda: list(hook.serve_dir().glob("*.failed")) != [], timeout=60)
+        (failed,) = hook.serve_dir().glob("*.failed")
+        assert "codin" in failed.read_text()
+        assert wait_for(lambda: hook.service_pids() == [], timeout=30)
+        (log,) = hook.serve_dir().glob("*.log")
+        size = log.stat().st_size
+        for _ in range(3):
+            assert hook.run(event, config=broken).decision == "deny"
+        time.sleep(1)
+        assert log.stat().st_size == size and hook.service_pids() == []

@@ -55,12 +55,15 @@ def test_status_codes(config: Path, tmp_path: Path) -> None:
     with http_service(config, "--max-request-bytes", "10000") as (_, address):
         status, health = http_ask(address, "health", method="GET")
         assert status == 200 and health["ok"] is True
-        assert http_ask(address, "after_tool_call", {"tool": "exec", "params": {}, "call": call}) \
-            == (200, {"ok": True})  # fmt: skip
+        assert http_ask(
+            address, "after_tool_call", {"tool": "exec", "params": {}, "call": call}
+        ) == (200, {"ok": True})
         # Errors on before_tool_call: HTTP 200 and a block (never a status a host could read
         # as "no opinion").
-        for body in ({"tool": "exec", "params": {}}, {"tool": "exec", "params": {}, "call": call,
-                     "extra": 1}):  # fmt: skip
+        for body in (
+            {"tool": "exec", "params": {}},
+            {"tool": "exec", "params": {}, "call": call, "extra": 1},
+        ):
             status, answer = http_ask(address, "before_tool_call", body)
             assert status == 200 and answer["action"] == "block" and "error" in answer
         status, answer = http_ask(address, "before_tool_call", raw=b"{not json")
@@ -69,8 +72,14 @@ def test_status_codes(config: Path, tmp_path: Path) -> None:
         assert status == 200 and answer["error"]["code"] == "E0961"
         # Other operations: 4xx with an error answer.
         assert http_ask(address, "after_tool_call", {"tool": "exec"})[0] == 400
-        assert http_ask(address, "is_authorized", {"principal": 'U::"a"', "action": 'A::"b"',
-                                                   "resource": 'R::"c"'})[0] == 409  # fmt: skip
+        assert (
+            http_ask(
+                address,
+                "is_authorized",
+                {"principal": 'U::"a"', "action": 'A::"b"', "resource": 'R::"c"'},
+            )[0]
+            == 409
+        )
         assert http_ask(address, "health", raw=b"[1]")[0] == 400
         assert http_ask(address, "reload", raw=b"x" * 20_000)[0] == 413
         assert http_ask(address, "nothing", {})[0] == 404
@@ -102,13 +111,18 @@ def test_token(config: Path, tmp_path: Path) -> None:
 
 
 def test_non_loopback_needs_a_token(config: Path, tmp_path: Path) -> None:
-    run = subprocess.run(serve_args(config, "--http", "0.0.0.0:0"), capture_output=True,
-                         env=ENV, timeout=60)  # fmt: skip
+    run = subprocess.run(
+        serve_args(config, "--http", "0.0.0.0:0"), capture_output=True, env=ENV, timeout=60
+    )
     assert run.returncode == 2 and b"--token-file" in run.stderr
     empty = tmp_path / "empty"
     empty.write_text("")
-    run = subprocess.run(serve_args(config, "--http", "127.0.0.1:0", "--token-file", str(empty)),
-                         capture_output=True, env=ENV, timeout=60)  # fmt: skip
+    run = subprocess.run(
+        serve_args(config, "--http", "127.0.0.1:0", "--token-file", str(empty)),
+        capture_output=True,
+        env=ENV,
+        timeout=60,
+    )
     assert run.returncode == 3 and b"one token" in run.stderr
 
 
@@ -119,13 +133,19 @@ def test_slow_and_vanishing_clients_do_not_delay_others(config: Path) -> None:
         slow = []
         for _ in range(20):  # headers sent, the body promised and never sent
             s = socket.create_connection((host, int(port)), timeout=10)
-            s.sendall(b"POST /v1/before_tool_call HTTP/1.1\r\nHost: x\r\n"
-                      b"Content-Length: 1000\r\n\r\n{\"tool\"")  # fmt: skip
+            s.sendall(
+                b"POST /v1/before_tool_call HTTP/1.1\r\nHost: x\r\n"
+                b'Content-Length: 1000\r\n\r\n{"tool"'
+            )
             slow.append(s)
         gone = socket.create_connection((host, int(port)), timeout=10)
         body = json.dumps(ask).encode()
-        gone.sendall(b"POST /v1/before_tool_call HTTP/1.1\r\nHost: x\r\nContent-Length: "
-                     + str(len(body)).encode() + b"\r\n\r\n" + body)  # fmt: skip
+        gone.sendall(
+            b"POST /v1/before_tool_call HTTP/1.1\r\nHost: x\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
         gone.close()
         started = time.monotonic()
         status, answer = http_ask(address, "before_tool_call", ask)

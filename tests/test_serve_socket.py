@@ -154,8 +154,10 @@ def test_faults_leave_the_service_and_other_clients_answered(config: Path) -> No
         assert good.ask("before_tool_call", **ask)["action"] == "allow"
         assert time.monotonic() - started < 5
         # A client that disconnects mid-request (and one mid-line).
-        for data in (json.dumps({"id": 1, "op": "before_tool_call", **ask}).encode() + b"\n",
-                     b'{"id": 2, "op": "hea'):  # fmt: skip
+        for data in (
+            json.dumps({"id": 1, "op": "before_tool_call", **ask}).encode() + b"\n",
+            b'{"id": 2, "op": "hea',
+        ):
             gone = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             gone.connect(path)
             gone.sendall(data)
@@ -184,8 +186,9 @@ def test_sigterm_stops_gracefully_and_removes_the_socket(config: Path) -> None:
 
 def test_one_service_per_socket(config: Path) -> None:
     with socket_service(config) as (proc, path):
-        second = subprocess.run(serve_args(config, "--socket", path), capture_output=True,
-                                env=ENV, timeout=60)  # fmt: skip
+        second = subprocess.run(
+            serve_args(config, "--socket", path), capture_output=True, env=ENV, timeout=60
+        )
         assert second.returncode == 3
         assert b"another service is serving this socket" in second.stderr
         assert Path(path + ".lock").read_text().strip() == str(proc.pid)
@@ -214,15 +217,23 @@ def test_directory_checks(config: Path) -> None:
         ):
             os.chmod(directory, mode)
             os.chown(directory, owner, -1)
-            run = subprocess.run(serve_args(config, "--socket", str(directory / "s.sock")),
-                                 capture_output=True, env=ENV, timeout=60)  # fmt: skip
+            run = subprocess.run(
+                serve_args(config, "--socket", str(directory / "s.sock")),
+                capture_output=True,
+                env=ENV,
+                timeout=60,
+            )
             assert run.returncode == 3, run.stderr
             assert b"not private" in run.stderr and expected in run.stderr
         os.chown(directory, 0, -1)
         os.chmod(directory, 0o700)
         (directory / "s.sock").write_text("not a socket")
-        run = subprocess.run(serve_args(config, "--socket", str(directory / "s.sock")),
-                             capture_output=True, env=ENV, timeout=60)  # fmt: skip
+        run = subprocess.run(
+            serve_args(config, "--socket", str(directory / "s.sock")),
+            capture_output=True,
+            env=ENV,
+            timeout=60,
+        )
         assert run.returncode == 3 and b"is not a socket" in run.stderr
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -235,8 +246,11 @@ def test_peers_of_another_uid_are_refused(config: Path) -> None:
         os.chmod(os.path.dirname(path), 0o711)
         os.chmod(path, 0o666)
         assert _as_other_user(path) == b""  # closed, no answer
-        assert wait_for(lambda: any(b"refused a connection from uid 65534" in line
-                                    for line in proc.errors.queue.queue))  # fmt: skip
+        assert wait_for(
+            lambda: any(
+                b"refused a connection from uid 65534" in line for line in proc.errors.queue.queue
+            )
+        )
         assert SocketClient(path).ask("health")["ok"]  # this user's clients are answered
 
 

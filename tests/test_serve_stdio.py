@@ -91,16 +91,21 @@ def test_error_answers(config: Path) -> None:
         assert extra["action"] == "block"
         odd_call = service.ask("before_tool_call", tool="exec", params={}, call={"session": "s"})
         assert "call.session" in odd_call["error"]["message"]
-        context = service.ask("before_tool_call", tool="exec", params={}, call=call,
-                              context={"agent": "x"})  # fmt: skip
+        context = service.ask(
+            "before_tool_call", tool="exec", params={}, call=call, context={"agent": "x"}
+        )
         assert context["action"] == "block" and "run context" in context["reason"]
         assert "error" in service.ask("health", verbose=True)
         # An over-long line is refused and skipped; the next request is answered.
         service.send(b'{"id": 9, "op": "health", "pad": "' + b"x" * 10_000 + b'"}\n')
         assert service.lines.json()["error"]["code"] == "E0961"
         assert service.ask("health")["ok"] is True
-        assert service.ask("is_authorized", principal='User::"a"', action='Action::"r"',
-                           resource='R::"x"')["error"]["code"] == "E0966"  # fmt: skip
+        assert (
+            service.ask(
+                "is_authorized", principal='User::"a"', action='Action::"r"', resource='R::"x"'
+            )["error"]["code"]
+            == "E0966"
+        )
 
 
 def test_is_authorized(config: Path, tmp_path: Path) -> None:
@@ -117,12 +122,24 @@ def test_is_authorized(config: Path, tmp_path: Path) -> None:
         {"uid": {"type": "Doc", "id": "s"}, "attrs": {"secret": True}, "parents": []},
     ]
     with stdio_service(config, "--policies", str(policies)) as service:
-        allow = service.ask("is_authorized", principal='User::"a"', action='Action::"read"',
-                            resource='Doc::"d"', entities=entities)  # fmt: skip
-        deny = service.ask("is_authorized", principal='User::"a"', action='Action::"read"',
-                           resource='Doc::"s"', entities=entities, context={})  # fmt: skip
-        bad = service.ask("is_authorized", principal="alice", action='Action::"read"',
-                          resource='Doc::"s"')  # fmt: skip
+        allow = service.ask(
+            "is_authorized",
+            principal='User::"a"',
+            action='Action::"read"',
+            resource='Doc::"d"',
+            entities=entities,
+        )
+        deny = service.ask(
+            "is_authorized",
+            principal='User::"a"',
+            action='Action::"read"',
+            resource='Doc::"s"',
+            entities=entities,
+            context={},
+        )
+        bad = service.ask(
+            "is_authorized", principal="alice", action='Action::"read"', resource='Doc::"s"'
+        )
     assert allow == {"decision": "Allow", "reasons": ["policy0"], "errors": []}
     assert deny == {"decision": "Deny", "reasons": ["policy1"], "errors": []}
     assert bad["error"]["code"] == "E0962"
@@ -202,8 +219,9 @@ def test_sighup_and_file_changes_reload(config: Path) -> None:
 def test_service_refuses_to_start_broken(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"config": {"tools": {"profile": "codin"}}}')
-    run = subprocess.run(serve_args(bad, "--stdio"), input=b"", capture_output=True,
-                         env=ENV, timeout=60)  # fmt: skip
+    run = subprocess.run(
+        serve_args(bad, "--stdio"), input=b"", capture_output=True, env=ENV, timeout=60
+    )
     assert run.returncode == 3
     assert str(bad) in run.stderr.decode() and "codin" in run.stderr.decode()
     usage = subprocess.run(serve_args(bad), capture_output=True, env=ENV, timeout=60)
@@ -225,8 +243,12 @@ def test_end_of_stdin_and_sigterm_stop_it(config: Path) -> None:
 
 def test_stray_output_cannot_corrupt_the_wire(config: Path) -> None:
     # Warnings go to stderr (the reviewer's allowlist names unknown tools: logged on load).
-    with process(serve_args(config, "--stdio"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE) as proc:  # fmt: skip
+    with process(
+        serve_args(config, "--stdio"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
         out, err = proc.communicate(b'{"id": 1, "op": "health"}\n', timeout=60)
     assert [json.loads(line)["id"] for line in out.splitlines()] == [1]
     assert b"serving generation" in err

@@ -2,7 +2,7 @@
 its hook JSON), one process per tool call.
 
 Claude Code runs the command for every ``PreToolUse`` event with the event as one JSON object
-on stdin and reads the answer from stdout (agent-hosts spec §1). The hook:
+on stdin and reads the answer from stdout (docs/hosts.md). The hook:
 
 1. reads the event (at most :data:`MAX_INPUT` bytes) and maps the host's tool and arguments to
    OpenClaw's (:mod:`cedarlite.hosts.mapping`; MCP tools join the run's catalog when called);
@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from .. import _cache_dir, _log
 from .._sha import sha256
-from ..entities import load_json
+from .._version import __version__
+from ..data.jsonvalue import load_json
 from ..errors import CacheError, CedarliteError
-from ..hooks import Guard, Outcome
-from ..hooks.sqlite_store import SQLiteSessionStore
+from ..guard import Guard, Outcome
+from ..guard.sqlite_store import SQLiteSessionStore
 from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
 from .mapping import (
@@ -84,7 +85,10 @@ CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
 _MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_SNAPSHOT_FORMAT = 5  # 5: every tool's input type holds absolutePath and inWorkspace
+# 4: guards share per-tool call entities across run contexts; 5: every tool's input type holds
+# absolutePath and inWorkspace; 6: the guard and the classes it holds moved to cedarlite.guard,
+# .data and .engine (a pickle names classes by module)
+_SNAPSHOT_FORMAT = 6
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
@@ -106,9 +110,10 @@ class HookError(CedarliteError):
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
 # where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
 class HookConfig(NamedTuple):
-    """A hook configuration file, read: the tools ``config`` (spec §4.1), extra ``tools`` of
-    the run (spec §4.2: MCP tools with parameter schemas, say), the run ``context`` (spec
-    §4.3) and the tool ``mapping``, with the rule files' paths and texts."""
+    """A hook configuration file, read: the tools ``config`` (docs/tool-policy.md §4.1), extra
+    ``tools`` of the run (docs/tool-policy.md §4.2: MCP tools with parameter schemas, say), the run
+    ``context``     (docs/tool-policy.md §4.3) and the tool ``mapping``, with the rule files'
+    paths and     texts."""
 
     path: str
     text: str
@@ -120,11 +125,14 @@ class HookConfig(NamedTuple):
     at: tuple[str, ...]  # where the tools configuration is in the file
 
     @classmethod
-    def read(cls, path: str, rules: Sequence[str] = ()) -> HookConfig:
+    def read(
+        cls, path: str, rules: Sequence[str] = (), *, ignore: Sequence[str] = ()
+    ) -> HookConfig:
         """Read the configuration file and the rule files (``cedarlite:NAME``: shipped).
 
         The file is ``{"config", "tools"?, "context"?, "claudeCode"?: {"tools": {...}}}`` or a
-        bare tools configuration. Raises :class:`HookError` (file, line and column).
+        bare tools configuration; keys in ``ignore`` are allowed and ignored (a scenario's
+        ``calls``). Raises :class:`HookError` (file, line and column).
         """
         text = _read(path, "configuration")
         data = load_json(text, path, HookError)
@@ -138,6 +146,7 @@ class HookConfig(NamedTuple):
                 data = openclaw_config.tools_section(data)
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
+            # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
             from .._jsonloc import json_span
 
             span = json_span(text, loc, key=True)
@@ -148,7 +157,8 @@ class HookConfig(NamedTuple):
         host: Any = {}
         if wrapped:
             for key in data:
-                if key not in CONFIG_KEYS:
+                if key not in CONFIG_KEYS and key not in ignore:
+                    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
                     from ..tools.lint import did_you_mean
 
                     raise fail((key,), f"unknown key `{key}`", did_you_mean(key, CONFIG_KEYS))
@@ -171,7 +181,7 @@ class HookConfig(NamedTuple):
         try:
             mapping = HostMapping.claude_code(host.get("tools"))
         except MappingError as err:
-            raise HookError(err.message, source=path, help=err.help) from None
+            raise fail(("claudeCode", "tools", *err.loc), err.message, err.help) from None
         texts = tuple((p, _read(p, "rules")) for p in (_shipped(r) for r in rules))
         return cls(
             path,
@@ -185,11 +195,11 @@ class HookConfig(NamedTuple):
         )
 
     def catalog(
-        self, call: MappedCall | None, named: Sequence[str] = ()
+        self, call: MappedCall | None, named: Sequence[str] = (), calls: Sequence[MappedCall] = ()
     ) -> list[Mapping[str, Any]]:
         """The run's tools: the host's built-ins, the configuration's ``tools`` (which replace
         built-ins of the same name), the MCP tools ``named`` by the rules, and the called tool
-        when it is none of these."""
+        (and the other ``calls``' tools: a replay's) when it is none of these."""
         tools: dict[str, Mapping[str, Any]] = {t["name"]: t for t in self.mapping.catalog()}
         for t in self.tools:
             tools.pop(t["name"], None)
@@ -199,12 +209,26 @@ class HookConfig(NamedTuple):
             if name not in names:
                 out.append({"name": name, "pluginId": BUNDLE_MCP})
                 names.add(name)
-        if call is not None and call.tool not in names:
-            out.append(call.tool_entry())
+        for c in (call, *calls) if call is not None else calls:
+            if c.tool not in names:
+                out.append(c.tool_entry())
+                names.add(c.tool)
         return out
+
+    def check(self) -> None:
+        """Raise for the mistakes reading leaves to the build of a guard (not paid on every
+        call): in the argument maps (:meth:`HostMapping.check`) and in the ``tools`` entries
+        (a ``pluginid``: :func:`~cedarlite.tools.lint.tool_issues`)."""
+        # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
+        from ..tools import ToolCatalog
+        from ..tools.lint import raise_errors, tool_issues
+
+        self.mapping.check()
+        raise_errors(tool_issues(ToolCatalog.from_tools(self.tools)), "tool list")
 
     def rule_sets(self) -> list[PolicySet]:
         """The rule files, parsed (one set per file; errors name the file)."""
+        # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
         from ..policyset import PolicySet
 
         return [PolicySet.from_str(text, path) for path, text in self.rules]
@@ -242,22 +266,31 @@ class HookConfig(NamedTuple):
     def located(self, err: CedarliteError) -> CedarliteError:
         """An error of the tools layer, located: a configuration or context finding in this
         file (rule errors are located in theirs already)."""
+        # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
         from .._jsonloc import json_span
         from ..tools import ConfigError
 
         if isinstance(err, ConfigError) and err.issues:
             issue = next((i for i in err.issues if i.severity == "error"), err.issues[0])
             loc = tuple(issue.loc)
-            loc = loc if loc[:1] == ("context",) and self.at else (*self.at, *loc)
+            top = loc[:1] == ("context",) or issue.in_tool_list  # beside `config`, not in it
+            loc = loc if top and self.at else (*self.at, *loc)
             return issue.to_error(self.text, self.path, json_span(self.text, loc, key=issue.on_key))
+        if isinstance(err, MappingError) and err.loc:
+            loc = ("claudeCode", "tools", *err.loc)
+            span = json_span(self.text, loc, key=not isinstance(loc[-1], int))
+            return HookError(
+                err.message, span=span, text=self.text, source=self.path, help=err.help
+            )
         return err
 
 
 def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
     """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known only
     when Claude calls them, which rules may guard before the first call."""
-    from ..ast import Lit, walk
-    from ..values import EntityUID
+    # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
+    from ..data.values import EntityUID
+    from ..lang.ast import Lit, walk
 
     found: dict[str, None] = {}
     for ps in rules:
@@ -271,7 +304,7 @@ def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
 
 
 def _mcp(name: str) -> bool:
-    """``<server>__<tool>`` in the characters of spec §6.4."""
+    """``<server>__<tool>`` in the characters of docs/tool-policy.md §6.4."""
     return "__" in name.strip("_") and all(c in _MCP_CHARS for c in name)
 
 
@@ -279,6 +312,7 @@ def _shipped(reference: str) -> str:
     """A rules file reference: ``cedarlite:NAME`` is a shipped policy file."""
     if not reference.startswith("cedarlite:"):
         return reference
+    # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
     from ..shipped import resolve
 
     return resolve(reference)
@@ -316,8 +350,6 @@ def guard_key(config: HookConfig, tools: Sequence[Any], context: Mapping[str, An
     """The key of the guard built from these inputs by this cedarlite: the tools
     configuration, the catalog, the run context and the rules' texts (not their paths: a
     guard decides alike whichever path named them)."""
-    from .._version import __version__
-
     data = [
         _SNAPSHOT_FORMAT,
         __version__,
@@ -349,6 +381,7 @@ def load_guard(
         except Exception:  # a damaged or foreign entry (any failure to load): build again
             log.info("rebuilding the damaged guard entry %s", entry)
     # Built from the rule texts of the key (each file read and parsed once).
+    config.check()
     sets = config.rule_sets()
     tools = config.catalog(call, named_mcp_tools(sets))
     guard = Guard(config.config, tools, context, rules=sets or None, strict=True)
@@ -825,6 +858,7 @@ def settings(
     Files are named by absolute paths, or, inside the directory ``project``, relative to
     ``"$CLAUDE_PROJECT_DIR"`` (which Claude Code sets for its hooks).
     """
+    # lazy on purpose: only --print-settings quotes commands
     import shlex
 
     def where(path: str) -> str:

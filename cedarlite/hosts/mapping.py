@@ -11,7 +11,7 @@ A host (Claude Code, and the hosts that copy its hook JSON) calls its own tools 
   that array argument (``MultiEdit``: one ``edit`` per edit); ``paths`` names arguments that
   are paths besides those :func:`find_paths` finds by name (``Glob``'s ``pattern``);
 * ``mcp__<server>__<tool>`` becomes the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``),
-  named as spec §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
+  named as docs/tool-policy.md §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
 * any other tool becomes its lower-cased name (``TodoWrite`` → ``todowrite``). No profile lists
   these: a configuration allows them by name (``alsoAllow``).
 
@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from ..errors import CedarliteError
 from ..tools.catalog import BUNDLE_MCP, mcp_tools
 
-#: The built-in tools of Claude Code with an OpenClaw counterpart (agent-hosts spec §4; the
+#: The built-in tools of Claude Code with an OpenClaw counterpart docs/hosts.md; the
 #: contract rows, and ``glob``/``grep`` typed so that path rules see their ``path``).
 CLAUDE_CODE_TOOLS: Mapping[str, Mapping[str, Any]] = {
     # Bash's `timeout` is in milliseconds; exec's is in seconds: never the one as the other.
@@ -106,9 +106,14 @@ _ENTRY_KEYS = ("tool", "arguments", "paths", "each")
 
 class MappingError(CedarliteError):
     """A host call that cannot be mapped (a malformed argument), or a malformed mapping
-    override in a configuration (``path`` names where)."""
+    override in a configuration (``path`` names where; ``loc`` is that place as a JSON path
+    below the overrides, ``()`` when unknown)."""
 
     code = "E0920"
+
+    def __init__(self, message: str, *, loc: tuple[str | int, ...] = (), **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.loc = loc
 
 
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
@@ -134,12 +139,17 @@ class ToolMapping(NamedTuple):
         :class:`MappingError` naming ``path`` and the bad value."""
         where = path or host
         if not isinstance(data, Mapping):
-            raise MappingError(f"`{where}`: a tool mapping must be an object")
+            raise MappingError(f"`{where}`: a tool mapping must be an object", loc=(host,))
         for key in data:
             if key not in _ENTRY_KEYS:
+                # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
+                from ..tools.lint import did_you_mean
+
                 raise MappingError(
                     f"`{where}`: unknown key `{key}`",
-                    help="the keys are " + ", ".join(f"`{k}`" for k in _ENTRY_KEYS),
+                    help=did_you_mean(key, _ENTRY_KEYS)
+                    or "the keys are " + ", ".join(f"`{k}`" for k in _ENTRY_KEYS),
+                    loc=(host, key),
                 )
         tool = data.get("tool")
         if not isinstance(tool, str) or not tool.strip():
@@ -170,7 +180,7 @@ class MappedCall(NamedTuple):
     params: tuple[Any, ...]
 
     def tool_entry(self) -> dict[str, Any]:
-        """The tool object of spec §4.2 for a catalog that lacks this tool."""
+        """The tool object of docs/tool-policy.md §4.2 for a catalog that lacks this tool."""
         entry: dict[str, Any] = {"name": self.tool}
         if self.plugin_id is not None:
             entry["pluginId"] = self.plugin_id
@@ -203,6 +213,17 @@ class HostMapping:
                 else:
                     entries[host] = ToolMapping.from_json(host, data, f"{path}.{host}")
         return cls(entries, CLAUDE_CODE_BUILTINS)
+
+    def check(self, path: str = "claudeCode.tools") -> None:
+        """Raise :class:`MappingError` for a mistake that reading could not see: a misspelt
+        built-in name (``NotebookEdti``), a rename to a near miss of a parameter the OpenClaw
+        tool requires (``pth`` for ``write``'s ``path``: every call would be denied), a
+        ``paths`` name that no argument has once renamed (the path rules would not see it).
+        Done when a guard is built (``--print-settings``, a changed configuration), not on
+        every call."""
+        for host, entry in self.entries.items():
+            _check_host_name(host, path)
+            _check_argument_map(entry, f"{path}.{host}")
 
     def catalog(self) -> list[dict[str, Any]]:
         """The run's tool list: the OpenClaw tool of every built-in, in table order."""
@@ -247,11 +268,69 @@ class HostMapping:
         return MappedCall(tool_name, tool_name.strip().lower(), None, params)
 
 
+def _check_host_name(host: Any, path: str) -> None:
+    """An override's host tool name: a misspelt built-in (``NotebookEdti``) is an error; other
+    names (MCP tools, tools newer than this table) are taken as they are."""
+    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
+    from ..tools.lint import did_you_mean
+
+    known = (*CLAUDE_CODE_TOOLS, *CLAUDE_CODE_BUILTINS)
+    if host in known or not isinstance(host, str) or host.startswith("mcp__"):
+        return
+    hint = did_you_mean(host, known, cutoff=0.75)
+    if hint is not None:
+        raise MappingError(f"`{path}`: `{host}` is not a Claude Code tool", help=hint, loc=(host,))
+
+
+def _check_argument_map(entry: ToolMapping, path: str) -> None:
+    """An override's argument names: a rename to a near miss of a parameter the OpenClaw tool
+    requires (``pth`` for ``write``'s ``path``), and a ``paths`` name that no argument of the
+    call has once renamed (a host name renamed away, or a near miss), are errors: the first
+    denies every call, the second leaves a path unchecked by the path rules."""
+    # lazy on purpose: only checking a mapping needs the parameter schemas, which a hook process
+    # never loads (test_layering)
+    from ..tools.lint import did_you_mean
+    from ..tools.params import CORE_PARAMETERS
+
+    schema = CORE_PARAMETERS.get(entry.tool) or TOOL_PARAMETERS.get(entry.tool) or {}
+    properties = list(schema.get("properties", ()))
+    required = list(schema.get("required", ()))
+    targets = [t for t in entry.arguments.values() if t is not None]
+    for source, target in entry.arguments.items():
+        if target is None or target in properties:
+            continue
+        hint = did_you_mean(target, required, cutoff=0.75)
+        if hint is not None:
+            raise MappingError(
+                f"`{path}.arguments.{source}`: `{target}` is not a parameter of `{entry.tool}`",
+                help=hint,
+                loc=(entry.host, "arguments", source),
+            )
+    names = [*targets, *properties]
+    for i, name in enumerate(entry.paths):
+        if name in names:
+            continue
+        if name in entry.arguments:
+            renamed = entry.arguments[name]
+            message = f"`{name}` is renamed to `{renamed}`" if renamed else f"`{name}` is dropped"
+            hint = f"name `{renamed}`" if renamed else None
+        else:
+            message, hint = "", did_you_mean(name, names, cutoff=0.75)
+            if hint is None:
+                continue  # an argument the host sends under that name
+        raise MappingError(
+            f"`{path}.paths[{i}]`: the call has no argument `{name}`"
+            + (f" ({message})" if message else ""),
+            help=hint,
+            loc=(entry.host, "paths", i),
+        )
+
+
 def mcp_name(tool_name: str, server: Any = None) -> str | None:
-    """``mcp__<server>__<tool>`` as the MCP tool name ``<server>__<tool>`` of spec §6.4
-    (``None`` for other names). The server part is the one in the host's tool name; the hook
-    input's ``mcp_server.name``, when it has one, says where it ends (a server name may hold
-    ``__``)."""
+    """``mcp__<server>__<tool>`` as the MCP tool name ``<server>__<tool>`` of docs/tool-policy.md
+    §6.4 (``None`` for other names). The server part is the one in the host's
+    tool name; the hook input's ``mcp_server.name``, when it has one, says where it ends (a server
+    name may hold ``__``)."""
     if not tool_name.startswith("mcp__"):
         return None
     rest = tool_name[5:]

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from .openclaw_config import OpenClawError
 
 if TYPE_CHECKING:
-    from ..hooks import Guard, Outcome
+    from ..guard import Guard, Outcome
 
 #: The tool of 2026.9's tool-search surface that calls another tool: ``{"id", "args"}``.
 TOOL_CALL = "tool_call"
@@ -63,6 +63,7 @@ def run_context(ctx: Any, agents: frozenset[str] = frozenset()) -> dict[str, Any
     ``ctx.requester`` (a boolean, else left out: owner-only tools then stay removed) and
     ``agentId`` when the configuration lists that agent or lists none (``agents``: the
     normalized ids it lists); an agent it does not list runs with the defaults."""
+    # lazy on purpose: the service imports this module for its first OpenClaw request only
     from ..tools.names import norm_agent_id
 
     context: dict[str, Any] = {}
@@ -163,8 +164,6 @@ def answer_json(outcome: Outcome, params: Any) -> dict[str, Any]:
     """The answer to ``openclaw_before_tool_call``: the guard's outcome (the call runs with
     ``params``), its ``reason`` as the model or the person asked reads it (naming the deciding
     policies' ``@id`` s, or the configuration layer that removed the tool)."""
-    from .claude_code import _reason
-
     out: dict[str, Any] = {
         "action": outcome.action,
         "params": params,
@@ -179,6 +178,12 @@ def answer_json(outcome: Outcome, params: Any) -> dict[str, Any]:
         if outcome.approval is not None:
             out["approval"] = outcome.approval.to_json()
     return out
+
+
+def _reason(outcome: Outcome) -> str:
+    """The outcome's reason and the failure behind it, naming the policies that decided."""
+    text = outcome.reason or "blocked"
+    return outcome.citing_policies(f"{text}: {outcome.error}" if outcome.error else text)
 
 
 #: The service's operations for the plugin (each takes ``{"event", "ctx"}``).
@@ -197,6 +202,7 @@ def service_answer(gen: _Generation, op: str, fields: Mapping[str, Any]) -> dict
     """The service's answer to one of the plugin's operations (:data:`BEFORE`: the decision,
     :func:`answer_json`; :data:`AFTER`: ``{"ok": true}``). A call that cannot be read is
     blocked with the reason."""
+    # lazy on purpose: the service imports this module for its first OpenClaw request only
     from ..tools.lint import configured_agents
 
     agents = configured_agents(gen.config.config)

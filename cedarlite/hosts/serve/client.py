@@ -18,7 +18,8 @@ cedarlite hook claude-code ...`` shows it). :func:`ask_service`:
    exactly as the in-process hook would have: the service runs the same code on the same
    files, with the same state directory (session state) and decision log;
 5. when no service answers, starts one in the background (``cedarlite serve --claude-code``,
-   idle exit after :data:`IDLE_EXIT` seconds) unless one is starting, and returns: the hook
+   idle exit after :data:`IDLE_EXIT` seconds) unless one is starting or one failed to start
+   in the last :data:`RETRY_SECONDS`, and returns: the hook
    decides this call in-process, within the rest of its deadline. A service that does not
    answer within :func:`budget` seconds is given up on the same way.
 """
@@ -38,6 +39,10 @@ NO_SERVICE = "CEDARLITE_NO_SERVICE"
 
 #: The service a hook starts exits after this many idle seconds (30 min).
 IDLE_EXIT = 1800
+
+#: After a service failed to start (its files do not load), hooks wait this many seconds
+#: before they start another (they decide in-process, and say why, meanwhile).
+RETRY_SECONDS = 60
 
 #: Hook events longer than this go to the in-process hook (under the service's request limit,
 #: with room for JSON escaping).
@@ -334,6 +339,11 @@ def start_service(target: Target) -> None:
     if private(target.directory, 0o040000) is not True:
         return
     path = target.socket_path()
+    try:
+        if os.stat(path + ".failed").st_mtime > time.time() - RETRY_SECONDS:
+            return
+    except OSError:
+        pass
     if _live(path):
         return
     logfile = path[: -len(".sock")] + ".log"

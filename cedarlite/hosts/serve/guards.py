@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from ... import _log
 from ..._version import __version__
 from ...errors import CedarliteError
-from ...hooks import Guard, MemorySessionStore, SessionStore
+from ...guard import Guard, MemorySessionStore, SessionStore
 from ..claude_code import (
     HookConfig,
     HookOptions,
@@ -102,7 +102,10 @@ class Generation:
         self.directory = directory
         self.stamps = stamps
         self.loaded_at = time.time()
-        self.config = HookConfig.read(options.config, options.rules)
+        # A scenario file (`tools check`'s, with `calls`) serves as is; the Claude Code
+        # hook's service reads the file exactly as the hook does.
+        ignore = () if options.claude_code else ("calls",)
+        self.config = HookConfig.read(options.config, options.rules, ignore=ignore)
         self.rule_sets = self.config.rule_sets()
         self.policies = _load_policies(options.policies) if options.policies else None
         self._lock = threading.Lock()
@@ -276,7 +279,7 @@ class GuardSet:
             self.directory = state_dir(options.state_dir)
         self.store: SessionStore
         if self.directory is not None:
-            from ...hooks.sqlite_store import SQLiteSessionStore
+            from ...guard.sqlite_store import SQLiteSessionStore
 
             self.store = SQLiteSessionStore(os.path.join(self.directory, _SESSIONS))
         else:

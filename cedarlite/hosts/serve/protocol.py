@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ...errors import CedarliteError
 
 if TYPE_CHECKING:
-    from ...hooks import Outcome
+    from ...guard import Outcome
     from .guards import GuardSet
 
 #: The longest request accepted: a line of the line transports, an HTTP body (bytes). A
@@ -143,7 +143,7 @@ def _ops() -> str:
 
 def decode(data: bytes | str) -> Any:
     """JSON text (UTF-8, no duplicate keys) as a value; raises :class:`ProtocolError`."""
-    from ...entities import load_json
+    from ...data.jsonvalue import load_json
 
     if isinstance(data, bytes):
         try:

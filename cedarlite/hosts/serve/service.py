@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 from ... import _log
+from ...errors import CedarliteError
 from .guards import GuardSet, ServeOptions
 from .protocol import MAX_REQUEST_BYTES, Service
 
@@ -104,7 +105,14 @@ def serve(
         from .unix import claim
 
         claimed = claim(listen.socket)
-    guards = GuardSet(options)
+    try:
+        guards = GuardSet(options)
+    except CedarliteError as err:
+        if claimed is not None:  # the hooks that would start it again wait a while
+            claimed.failed(err.render())
+        raise
+    if claimed is not None:
+        claimed.failed(None)
     activity = Activity()
     service = TrackedService(guards, activity)
     transports = make_transports(service, listen, claimed)

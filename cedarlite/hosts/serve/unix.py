@@ -63,6 +63,22 @@ class Claim(NamedTuple):
     path: str
     lock: int
 
+    def failed(self, error: str | None) -> None:
+        """Record that the service for this socket could not start (``PATH.failed``, with
+        the error), or, with ``None``, that it did: a hook does not start another within
+        :data:`~cedarlite.hosts.serve.client.RETRY_SECONDS` of a failure."""
+        marker = self.path + ".failed"
+        with contextlib.suppress(OSError):
+            if error is None:
+                os.unlink(marker)
+            else:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+                fd = os.open(marker, flags, 0o600)
+                try:
+                    os.write(fd, error.encode("utf-8", "replace")[:65536])
+                finally:
+                    os.close(fd)
+
 
 def claim(path: str) -> Claim:
     """Claim the socket path ``path``: its directory private (created 0700), the lock taken
