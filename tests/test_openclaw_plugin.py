@@ -34,6 +34,7 @@ const out = [];
 for (const step of spec.steps) {
   if (step.wait) await new Promise((r) => setTimeout(r, step.wait));
   const started = Date.now();
+  if (step.event?.params?.n === "BIGINT") step.event.params.n = 10n;
   const ctx = { ...step.ctx, abortSignal: new AbortController().signal };
   const result = await handlers[step.hook](step.event, ctx);
   out.push({ result: result ?? null, ms: Date.now() - started });
@@ -213,6 +214,25 @@ def test_only_calls_it_let_through_are_recorded(tmp_path: Path) -> None:
     assert requests[1]["event"]["toolCallId"] == "a"
     assert "abortSignal" not in requests[0]["ctx"] and "trace" not in requests[0]["ctx"]
     assert requests[0]["ctx"]["requester"] == {"senderIsOwner": True}
+
+
+def test_openclaws_own_configuration_and_an_event_that_cannot_be_sent(tmp_path: Path) -> None:
+    config = tmp_path / "openclaw.json"
+    config.write_text(json.dumps({
+        "gateway": {"mode": "local"}, "tools": {"profile": "coding"},
+        "agents": {"entries": {"main": {}, "reviewer": {"tools": {"deny": ["exec"]}}}},
+    }))  # fmt: skip
+    command = service_command(Settings((), str(config)))
+    reviewer = before("exec", {"command": "ls"}, "b")
+    reviewer["ctx"]["agentId"] = "reviewer"
+    unsendable = before("exec", {"command": "ls"}, "c")
+    unsendable["event"]["params"] = {"n": "BIGINT"}  # the driver turns it into a BigInt
+    out, _ = drive(tmp_path, command, before("exec", {"command": "ls"}, "a"), reviewer,
+                   unsendable, before("read", {"path": "a.txt"}, "d"), deadline=10000)  # fmt: skip
+    assert out[0]["result"] is None
+    assert "removed by agents.reviewer.tools.deny" in blocked(out[1])
+    assert "cannot be sent" in blocked(out[2])
+    assert out[3]["result"] is None  # the service was not stopped for it
 
 
 def test_no_command_or_no_interpreter_blocks(tmp_path: Path) -> None:

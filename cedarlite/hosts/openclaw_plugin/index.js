@@ -145,8 +145,14 @@ export class DecisionService {
     if (this.current === null && held && Date.now() - held.at < START_FAILURE_HOLD_MS) {
       return Promise.reject(new Error(held.reason));
     }
-    const state = this.current ?? this.start();
     const id = this.nextId++;
+    let line;
+    try {
+      line = `${JSON.stringify({ id, op, ...fields })}\n`;
+    } catch (err) {
+      return Promise.reject(new Error(`the call cannot be sent to the decision service: ${err.message}`));
+    }
+    const state = this.current ?? this.start();
     const deadlineMs = this.deadlineMs;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -165,7 +171,7 @@ export class DecisionService {
         },
       });
       try {
-        state.child.stdin.write(`${JSON.stringify({ id, op, ...fields })}\n`);
+        state.child.stdin.write(line);
       } catch (err) {
         this.kill(state, `cannot write to the decision service: ${err.message}`);
       }
