@@ -69,6 +69,7 @@ class Target:
 
     def fingerprint(self) -> str:
         """The SHA-256 (hex, 32 digits) naming the service of these files."""
+        # lazy on purpose: the client loads nothing it does not use (see the module)
         from ..._sha import sha256
         from ..._version import __version__
 
@@ -199,7 +200,7 @@ def ask_service(words: list[str]) -> list[str]:
 def _read_stdin(seconds: float) -> tuple[bytes, bool]:
     """What arrives on stdin within ``seconds``, and whether that is all of it (a hung or
     very large input is left to the in-process hook, under its deadline)."""
-    import select
+    import select  # lazy on purpose: the client loads nothing it does not use
 
     chunks: list[bytes] = []
     size = 0
@@ -253,6 +254,7 @@ class _ScanContext:
 
 def _exchange(path: str, data: bytes, seconds: float) -> dict[str, Any] | None:
     """Send the event, read the answer (``None``: the service could not answer it)."""
+    # lazy on purpose: the client loads nothing it does not use
     import _json
     import _socket
 
@@ -309,7 +311,7 @@ def _finish(answer: dict[str, Any]) -> NoReturn:
 
 def _live(path: str) -> bool:
     """Whether a service holds the socket's lock (it is running or starting)."""
-    import fcntl
+    import fcntl  # lazy on purpose: only when no service answered
 
     try:
         fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -27,7 +27,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ... import _log
-from .protocol import HTTP_STATUS, OPERATIONS, ProtocolError, Service, decode, encode, too_large
+from ...guard import MemorySessionStore
+from .protocol import (
+    HTTP_STATUS,
+    OPERATIONS,
+    ProtocolError,
+    Service,
+    blocked,
+    decode,
+    encode,
+    too_large,
+)
 
 log = _log.get_logger("cedarlite.serve")
 
@@ -70,8 +80,6 @@ class App:
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="decide")
         # Decisions with the session state in memory never wait: they run on the event loop.
         # With it in SQLite, a decision may wait for another process's transaction: a thread.
-        from ...guard import MemorySessionStore
-
         self.inline = isinstance(service.guards.store, MemorySessionStore)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -101,8 +109,6 @@ class App:
             fields = await self._fields(scope, receive)
         except ProtocolError as err:
             if op == "before_tool_call":
-                from .protocol import blocked
-
                 return 200, blocked(err)
             return HTTP_STATUS.get(err.code, 400), err.answer()
         if op != "reload" and self.inline:
@@ -166,7 +172,7 @@ class HttpTransport:
     is an error of the command, not of a thread)."""
 
     def __init__(self, service: Service, address: str, token_file: str | None, limit: int) -> None:
-        import uvicorn
+        import uvicorn  # lazy on purpose: the serve extra, needed by --http alone
 
         host, port = split_address(address)
         token = read_token(token_file) if token_file is not None else None
