@@ -165,7 +165,15 @@ def private(path: str, kind: int) -> bool | None:
 
 def ask_service(words: list[str]) -> list[str]:
     """Answer the hook event through the service and end the process; or return the command
-    line for the in-process hook (see the module)."""
+    line for the in-process hook (see the module). Never raises: whatever goes wrong here,
+    the in-process hook answers (it answers every event, and never exits 1)."""
+    try:
+        return _ask_service(words)
+    except Exception:
+        return [w for w in words if w != "--no-service"]
+
+
+def _ask_service(words: list[str]) -> list[str]:
     started = time.monotonic()
     target, rest = read_target(words)
     if target is None:
@@ -207,9 +215,12 @@ def _read_stdin(seconds: float) -> tuple[bytes, bool]:
     end = time.monotonic() + seconds
     while True:
         left = end - time.monotonic()
-        if left <= 0 or not select.select([0], [], [], left)[0]:
+        try:
+            if left <= 0 or not select.select([0], [], [], left)[0]:
+                return b"".join(chunks), False
+            chunk = os.read(0, 1 << 20)
+        except (OSError, ValueError):  # no stdin, say: the in-process hook reports it
             return b"".join(chunks), False
-        chunk = os.read(0, 1 << 20)
         if not chunk:
             return b"".join(chunks), True
         chunks.append(chunk)
