@@ -490,3 +490,18 @@ def test_a_service_that_cannot_start_is_not_started_at_every_call() -> None:
             assert hook.run(event, config=broken).decision == "deny"
         time.sleep(1)
         assert log.stat().st_size == size and hook.service_pids() == []
+
+
+def test_unreadable_input_blocks_through_the_service_path() -> None:
+    with new_hook() as hook:
+        hook.start_service()
+        for kwargs in ({"stdin": subprocess.DEVNULL}, {"preexec_fn": lambda: os.close(0)}):
+            done = subprocess.run(
+                hook.args(),
+                capture_output=True,
+                env=SERVICE_ENV,
+                timeout=60,
+                **kwargs,
+            )
+            assert done.returncode == 2 and done.stdout == b""
+            assert b"cedarlite: blocked" in done.stderr

@@ -155,3 +155,27 @@ def test_slow_and_vanishing_clients_do_not_delay_others(config: Path) -> None:
             s.close()
         assert proc.poll() is None
         assert stop(proc) == 0
+
+
+def test_a_request_head_over_the_limit_is_refused(config: Path) -> None:
+    with http_service(config) as (proc, address):
+        host, port = address.split(":")
+        s = socket.create_connection((host, int(port)), timeout=30)
+        s.sendall(b"POST /v1/health HTTP/1.1\r\nHost: x\r\n")
+        try:
+            for _ in range(64):  # 1 MiB of headers
+                s.sendall(b"X-Pad: " + b"x" * 16_000 + b"\r\n")
+        except OSError:
+            pass  # the service closed the connection as it should
+        answer = b""
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except TimeoutError:
+            raise AssertionError("the service kept reading the head") from None
+        except ConnectionResetError:
+            pass  # closed with our bytes unread: the 400 may be lost with them
+        s.close()
+        assert answer.startswith(b"HTTP/1.1 400") or answer == b"", answer[:100]
+        status, health = http_ask(address, "health", method="GET")
+        assert status == 200 and health["ok"] is True and proc.poll() is None

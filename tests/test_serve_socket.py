@@ -295,3 +295,17 @@ def test_sighup_reloads(config: Path) -> None:
         os.kill(proc.pid, signal.SIGHUP)
         assert wait_for(lambda: client.ask("health")["generation"] > first, timeout=5)
         client.close()
+
+
+def test_sigterm_answers_the_request_in_flight(config: Path) -> None:
+    # A reload takes a while (the set is parsed, compiled and validated again): SIGTERM
+    # arrives while it runs, and its answer still comes before the service exits 0.
+    with socket_service(config) as (proc, path):
+        client = SocketClient(path)
+        client.send(b'{"id": 1, "op": "reload"}\n')
+        time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGTERM)
+        answer = client.line()
+        assert answer["id"] == 1 and answer["ok"] is True
+        assert proc.wait(30) == 0
+        client.close()

@@ -114,12 +114,12 @@ def run(args: argparse.Namespace) -> int:
             from .. import shipped
 
             config = str(shipped.example_path(config))
-        options = ServeOptions(
+        options = ServeOptions(  # absolute paths: health shows them as they are watched
             os.path.abspath(config),
-            tuple(args.rules),
-            tuple(args.policies),
-            args.state_dir,
-            args.decision_log,
+            tuple(r if r.startswith("cedarlite:") else os.path.abspath(r) for r in args.rules),
+            tuple(os.path.abspath(p) for p in args.policies),
+            _absolute(args.state_dir),
+            _absolute(args.decision_log),
             args.claude_code,
         )
         code = serve(options, listen)
@@ -137,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
+
+
+def _absolute(path: str | None) -> str | None:
+    return os.path.abspath(path) if path is not None else None
 
 
 def _listen(args: argparse.Namespace) -> Any:

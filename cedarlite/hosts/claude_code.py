@@ -329,9 +329,7 @@ def _read(path: str, what: str) -> str:
 
 def _one_line(err: CedarliteError) -> str:
     """``source:line:column: message (help)`` on one line."""
-    where = err.location()
-    help = f" ({err.help})" if err.help else ""
-    return f"{where}: {err.message}{help}"
+    return err.one_line()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -615,6 +613,16 @@ def _answer(
     if name == PRE:
         return _deny_json(f"cedarlite: blocked: {reason}"), "", 0
     return "", f"cedarlite: {name} not recorded: {reason}", 0
+
+
+def answer_event(options: HookOptions, data: bytes, warm: Any) -> tuple[str, str, int]:
+    """What the hook process prints for the event ``data`` and its exit code, decided with a
+    decision service's loaded set ``warm`` (see :func:`_handle`); the service keeps the
+    deadline. Never raises."""
+    import io  # lazy on purpose: only a decision service answers events this way
+
+    answer = _Answer(io.StringIO(), io.StringIO())
+    return _answer(options, io.BytesIO(data), answer, time.monotonic(), warm)
 
 
 def _handle(

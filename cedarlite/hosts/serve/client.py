@@ -69,6 +69,7 @@ class Target:
 
     def fingerprint(self) -> str:
         """The SHA-256 (hex, 32 digits) naming the service of these files."""
+        # lazy on purpose: the client loads nothing it does not use (see the module)
         from ..._sha import sha256
         from ..._version import __version__
 
@@ -164,7 +165,15 @@ def private(path: str, kind: int) -> bool | None:
 
 def ask_service(words: list[str]) -> list[str]:
     """Answer the hook event through the service and end the process; or return the command
-    line for the in-process hook (see the module)."""
+    line for the in-process hook (see the module). Never raises: whatever goes wrong here,
+    the in-process hook answers (it answers every event, and never exits 1)."""
+    try:
+        return _ask_service(words)
+    except Exception:
+        return [w for w in words if w != "--no-service"]
+
+
+def _ask_service(words: list[str]) -> list[str]:
     started = time.monotonic()
     target, rest = read_target(words)
     if target is None:
@@ -199,16 +208,19 @@ def ask_service(words: list[str]) -> list[str]:
 def _read_stdin(seconds: float) -> tuple[bytes, bool]:
     """What arrives on stdin within ``seconds``, and whether that is all of it (a hung or
     very large input is left to the in-process hook, under its deadline)."""
-    import select
+    import select  # lazy on purpose: the client loads nothing it does not use
 
     chunks: list[bytes] = []
     size = 0
     end = time.monotonic() + seconds
     while True:
         left = end - time.monotonic()
-        if left <= 0 or not select.select([0], [], [], left)[0]:
+        try:
+            if left <= 0 or not select.select([0], [], [], left)[0]:
+                return b"".join(chunks), False
+            chunk = os.read(0, 1 << 20)
+        except (OSError, ValueError):  # no stdin, say: the in-process hook reports it
             return b"".join(chunks), False
-        chunk = os.read(0, 1 << 20)
         if not chunk:
             return b"".join(chunks), True
         chunks.append(chunk)
@@ -253,6 +265,7 @@ class _ScanContext:
 
 def _exchange(path: str, data: bytes, seconds: float) -> dict[str, Any] | None:
     """Send the event, read the answer (``None``: the service could not answer it)."""
+    # lazy on purpose: the client loads nothing it does not use
     import _json
     import _socket
 
@@ -309,7 +322,7 @@ def _finish(answer: dict[str, Any]) -> NoReturn:
 
 def _live(path: str) -> bool:
     """Whether a service holds the socket's lock (it is running or starting)."""
-    import fcntl
+    import fcntl  # lazy on purpose: only when no service answered
 
     try:
         fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -24,11 +24,11 @@ from ... import _log
 from ..._version import __version__
 from ...errors import CedarliteError
 from ...guard import Guard, MemorySessionStore, SessionStore
+from ...shipped import resolve
 from ..claude_code import (
     HookConfig,
     HookOptions,
-    _one_line,
-    _shipped,
+    answer_event,
     guard_key,
     load_guard,
     named_mcp_tools,
@@ -126,6 +126,7 @@ class Generation:
         if self.config.tools:
             tools = list(self.config.tools)
         else:
+            # lazy on purpose: only a configuration without tools needs the core list
             from ...tools.catalog import CORE_TOOL_IDS
 
             tools = [{"name": name} for name in CORE_TOOL_IDS]
@@ -164,7 +165,7 @@ class Generation:
                         self._base = self._build_base()
                     except CedarliteError as err:
                         raise ProtocolError(
-                            f"the configuration does not load: {_one_line(err)}", code="E0964"
+                            f"the configuration does not load: {err.one_line()}", code="E0964"
                         ) from None
                 base = self._base
         if context is None:
@@ -217,15 +218,8 @@ class Generation:
                 "this service does not serve the Claude Code hook (start it with --claude-code)",
                 code="E0966",
             )
-        import io
-
-        from ..claude_code import _Answer, _answer
-
-        stdout, stderr = io.StringIO(), io.StringIO()
-        data = io.BytesIO(text.encode("utf-8", "surrogatepass"))
-        out, err, code = _answer(
-            self.options.hook_options(), data, _Answer(stdout, stderr), time.monotonic(), self
-        )
+        data = text.encode("utf-8", "surrogatepass")
+        out, err, code = answer_event(self.options.hook_options(), data, self)
         return {"exit": code, "stdout": out, "stderr": err}
 
     # -- plain Cedar ---------------------------------------------------------------------------
@@ -237,6 +231,7 @@ class Generation:
                 "`is_authorized` needs policies: start the service with --policies FILE",
                 code="E0966",
             )
+        # lazy on purpose: plain Cedar only for a service started with --policies
         from ...authorizer import is_authorized
 
         request = {k: fields[k] for k in ("principal", "action", "resource")}
@@ -254,7 +249,7 @@ class Generation:
 
 
 def _load_policies(paths: Sequence[str]) -> Any:
-    from ...policyset import PolicySet
+    from ...policyset import PolicySet  # lazy on purpose: only with --policies
 
     if len(paths) == 1 and not os.path.isdir(paths[0]):
         return PolicySet.from_file(paths[0])
@@ -279,6 +274,7 @@ class GuardSet:
             self.directory = state_dir(options.state_dir)
         self.store: SessionStore
         if self.directory is not None:
+            # lazy on purpose: SQLite only for a state directory
             from ...guard.sqlite_store import SQLiteSessionStore
 
             self.store = SQLiteSessionStore(os.path.join(self.directory, _SESSIONS))
@@ -292,7 +288,7 @@ class GuardSet:
 
     def files(self) -> list[str]:
         """The files the set is loaded from (rules and policy directories resolved)."""
-        out = [self.options.config, *(_shipped(r) for r in self.options.rules)]
+        out = [self.options.config, *(resolve(r) for r in self.options.rules)]
         for path in self.options.policies:
             if os.path.isdir(path):
                 out.append(path)
@@ -323,9 +319,9 @@ class GuardSet:
                 gen = self._load(stamps)
             except CedarliteError as err:
                 file = err.source if err.source and err.source in stamps else self.options.config
-                self.broken = Broken(file, _one_line(err), stamps)
-                log.error("reload failed, the previous set keeps serving: %s", _one_line(err))
-                raise ReloadError(_one_line(err), source=file) from None
+                self.broken = Broken(file, err.one_line(), stamps)
+                log.error("reload failed, the previous set keeps serving: %s", err.one_line())
+                raise ReloadError(err.one_line(), source=file) from None
             self.current = gen
             if self.broken is not None:
                 log.warning("reloaded: %s is fixed", self.broken.file)

@@ -27,7 +27,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ... import _log
-from .protocol import HTTP_STATUS, OPERATIONS, ProtocolError, Service, decode, encode, too_large
+from ...guard import MemorySessionStore
+from .protocol import (
+    HTTP_STATUS,
+    OPERATIONS,
+    ProtocolError,
+    Service,
+    blocked,
+    decode,
+    encode,
+    too_large,
+)
 
 log = _log.get_logger("cedarlite.serve")
 
@@ -37,6 +47,9 @@ WORKERS = 16
 #: A request body must arrive within this many seconds (a stalled client is answered with
 #: an error and its connection closed).
 BODY_SECONDS = 30.0
+
+#: The longest request head (request line and headers), bytes.
+HEAD_BYTES = 64 * 1024
 
 #: The HTTP paths: ``/v1/<operation>`` (``claude_code_hook`` is the Unix socket's alone).
 PATHS = {f"/v1/{op}": op for op in OPERATIONS if op != "claude_code_hook"}
@@ -70,8 +83,6 @@ class App:
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="decide")
         # Decisions with the session state in memory never wait: they run on the event loop.
         # With it in SQLite, a decision may wait for another process's transaction: a thread.
-        from ...guard import MemorySessionStore
-
         self.inline = isinstance(service.guards.store, MemorySessionStore)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -101,8 +112,6 @@ class App:
             fields = await self._fields(scope, receive)
         except ProtocolError as err:
             if op == "before_tool_call":
-                from .protocol import blocked
-
                 return 200, blocked(err)
             return HTTP_STATUS.get(err.code, 400), err.answer()
         if op != "reload" and self.inline:
@@ -161,12 +170,45 @@ def split_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _bounded_protocol() -> Any:
+    """uvicorn's httptools protocol with the request head (line and headers) bounded to
+    :data:`HEAD_BYTES`, which it does not bound itself (the 400 answer closes the connection);
+    ``"h11"`` without httptools (h11 bounds it: ``h11_max_incomplete_event_size``)."""
+    try:
+        # lazy on purpose: the serve extra, needed by --http alone
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return "h11"
+
+    class BoundedHead(HttpToolsProtocol):
+        in_head = True  # until the head of the current request is complete
+        head = 0  # bytes of it received (give or take one read of the one before)
+
+        def data_received(self, data: bytes) -> None:
+            if self.in_head:
+                self.head += len(data)
+                if self.head > HEAD_BYTES:
+                    self.send_400_response("Request head too large.")
+                    return
+            super().data_received(data)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.in_head, self.head = True, 0
+
+        def on_headers_complete(self) -> None:
+            self.in_head = False
+            super().on_headers_complete()
+
+    return BoundedHead
+
+
 class HttpTransport:
     """uvicorn serving :class:`App` on a socket bound at construction (so that a port in use
     is an error of the command, not of a thread)."""
 
     def __init__(self, service: Service, address: str, token_file: str | None, limit: int) -> None:
-        import uvicorn
+        import uvicorn  # lazy on purpose: the serve extra, needed by --http alone
 
         host, port = split_address(address)
         token = read_token(token_file) if token_file is not None else None
@@ -190,6 +232,7 @@ class HttpTransport:
         self.app = App(service, token, limit)
         config = uvicorn.Config(
             self.app,
+            http=_bounded_protocol(),
             lifespan="off",
             log_level="warning",
             access_log=False,
@@ -197,7 +240,7 @@ class HttpTransport:
             date_header=False,
             timeout_keep_alive=30,
             timeout_graceful_shutdown=10,
-            h11_max_incomplete_event_size=64 * 1024,  # the request line and headers
+            h11_max_incomplete_event_size=HEAD_BYTES,  # (without httptools)
         )
         self.server = uvicorn.Server(config)
         self.closed = threading.Event()

@@ -32,6 +32,8 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ... import _log
+from ...data.jsonvalue import load_json
 from ...errors import CedarliteError
 
 if TYPE_CHECKING:
@@ -143,8 +145,6 @@ def _ops() -> str:
 
 def decode(data: bytes | str) -> Any:
     """JSON text (UTF-8, no duplicate keys) as a value; raises :class:`ProtocolError`."""
-    from ...data.jsonvalue import load_json
-
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
@@ -252,8 +252,6 @@ class Service:
                 return blocked(err, params)
             return err.answer()
         except Exception as err:  # an error of ours: fail closed
-            from ... import _log
-
             _log.get_logger("cedarlite.serve").error("`%s` failed: %r", op, err)
             error = ProtocolError(f"internal error: {type(err).__name__}: {err}", code="E0967")
             if op in _DECISIONS:

@@ -79,16 +79,17 @@ def make_transports(service: Service, listen: Listen, claimed: Any = None) -> li
     :class:`~cedarlite.errors.CedarliteError` when one cannot listen)."""
     transports: list[Transport] = []
     if listen.stdio:
+        # lazy on purpose: a service loads the transports it runs (uvicorn for HTTP alone)
         from .stdio import StdioTransport, protocol_streams
 
         stdin, stdout = protocol_streams()
         transports.append(StdioTransport(service, stdin, stdout, listen.limit))
     if listen.socket is not None:
-        from .unix import UnixTransport
+        from .unix import UnixTransport  # lazy on purpose: (as above)
 
         transports.append(UnixTransport(service, claimed, listen.limit))
     if listen.http is not None:
-        from .http import HttpTransport
+        from .http import HttpTransport  # lazy on purpose: (as above)
 
         transports.append(HttpTransport(service, listen.http, listen.token_file, listen.limit))
     return transports
@@ -102,7 +103,7 @@ def serve(
     broken), ``OSError`` when it cannot listen."""
     claimed = None
     if listen.socket is not None:  # first: a second service for the socket ends here
-        from .unix import claim
+        from .unix import claim  # lazy on purpose: (as in make_transports)
 
         claimed = claim(listen.socket)
     try:

@@ -12,6 +12,7 @@ line must arrive whole within :data:`LINE_SECONDS`, an idle connection is closed
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
 import stat
@@ -83,8 +84,6 @@ class Claim(NamedTuple):
 def claim(path: str) -> Claim:
     """Claim the socket path ``path``: its directory private (created 0700), the lock taken
     (one service per socket) and a stale socket removed; raises :class:`SocketError`."""
-    import fcntl
-
     full = os.path.abspath(path)
     directory = os.path.dirname(full)
     try:
