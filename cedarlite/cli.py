@@ -73,6 +73,13 @@ class _UsageError(Exception):
 
 
 class _ArgumentParser(argparse.ArgumentParser):
+    """No command takes an abbreviation of an option: ``--policy`` is not ``--policy-format``
+    (a misspelled option is an error that says what was meant, see :func:`_unknown_options`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> Any:
         self.print_usage(sys.stderr)
         raise _UsageError(f"{self.prog}: error: {message}")
@@ -1361,6 +1368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except _UsageError as err:
         print(err, file=sys.stderr)
+        for hint in _unknown_options(parser, words):
+            print(f"{parser.prog}: error: {hint}", file=sys.stderr)
         return failure
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else EXIT_FAILURE
@@ -1375,6 +1384,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+
+
+def _unknown_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[str]:
+    """``unknown option `--policy` (did you mean `--policies`?)`` for each ``--option`` of the
+    command line that no command takes (argparse may report another error first: a required
+    option it did not see under the misspelled name)."""
+    from .tools.lint import did_you_mean
+
+    known: set[str] = set()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for action in p._actions:
+            known.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+    hints = []
+    for word in words:
+        if word == "--":
+            break
+        flag = word.partition("=")[0]
+        if flag.startswith("--") and flag not in known:
+            close = did_you_mean(flag, [k for k in known if k.startswith("--")])
+            hints.append(f"unknown option `{flag}`" + (f" ({close})" if close else ""))
+    return hints
 
 
 def _silence_stdout() -> None:
