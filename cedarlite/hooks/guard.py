@@ -989,11 +989,14 @@ class Guard:
         return self._decide(c, c.info, arguments)
 
     def _forbidden(self, c: _Call, forbids: tuple[str, ...]) -> Outcome:
-        c.policies = tuple(self._labels[p] for p in forbids)
-        texts = [
-            self._reasons.get(p) or f"Tool call blocked by policy {self._labels[p]}"
-            for p in forbids
-        ]
+        """One reason per deciding policy (its ``@id``): the ``@reason`` of one of the
+        policies sharing the ``@id``, else the policy's name."""
+        reasons: dict[str, str | None] = {}
+        for p in forbids:
+            label = self._labels[p]
+            reasons[label] = reasons.get(label) or self._reasons.get(p)
+        c.policies = tuple(reasons)
+        texts = [text or f"Tool call blocked by policy {label}" for label, text in reasons.items()]
         return self._block(c, "policy", "; ".join(dict.fromkeys(texts)))
 
     def _policy_error(self, c: _Call, failed: list[PolicyError]) -> Outcome:
