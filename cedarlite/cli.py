@@ -54,6 +54,7 @@ from .entities import Entities, load_json, uid_from_json
 from .errors import CedarliteError, RequestError, ValidationError
 from .policyset import PolicySet
 from .response import Response
+from .values import EntityUID
 
 EXIT_OK, EXIT_FAILURE, EXIT_DENY, EXIT_INVALID = 0, 1, 2, 3
 
@@ -175,22 +176,39 @@ def _schema(args: argparse.Namespace) -> Any:
     return Schema.from_str(text, args.schema)
 
 
-def _request(args: argparse.Namespace) -> dict[str, Any]:
+def _request(args: argparse.Namespace, unread: Sequence[str] = ()) -> dict[str, Any]:
+    """The request of ``--request-json`` or of the flags; the variables in ``unread`` (which
+    nothing will read) may be left out: an entity no store holds stands in for them."""
     if args.request_json:
         from_file = _json_file(args.request_json, "request")
         if not isinstance(from_file, dict):
             raise _Failure(f"error: {args.request_json}: a request must be a JSON object")
         return from_file
-    missing = [f"--{k}" for k in ("principal", "action", "resource") if not getattr(args, k)]
+    names = ("principal", "action", "resource")
+    missing = [f"--{k}" for k in names if not getattr(args, k) and k not in unread]
     if missing:
         raise _Failure(f"error: give --request-json, or all of {', '.join(missing)}")
     request: dict[str, Any] = {
         name: _uid_flag(getattr(args, name), f"--{name}")
-        for name in ("principal", "action", "resource")
+        if getattr(args, name)
+        else EntityUID("__cedarlite::Unspecified", name)
+        for name in names
     }
     if args.context:
-        request["context"] = _json_file(args.context, "context")
+        request["context"] = _context_arg(args.context)
     return request
+
+
+def _context_arg(value: str) -> Any:
+    """``--context``: a JSON object written inline (``'{"hour": 3}'``), or its file."""
+    if value.lstrip().startswith("{"):
+        return load_json(value, "--context", _JSONFileError)
+    return _json_file(value, "context")
+
+
+def _context_name(value: str | None) -> str | None:
+    """What errors in the ``--context`` value name: its file, or the flag."""
+    return "--context" if value and value.lstrip().startswith("{") else value
 
 
 def _uid_flag(value: str, flag: str) -> Any:
@@ -223,7 +241,7 @@ def cmd_authorize(args: argparse.Namespace) -> int:
     schema = _schema(args)
     entities = _entities_arg(args, schema)
     request = _request(args)
-    with _blame(args.request_json or args.context or "the request"):  # its file names errors
+    with _blame(args.request_json or _context_name(args.context) or "the request"):
         decided = is_authorized(
             request, policies, entities, schema=schema, validate=not args.no_request_validation
         )
@@ -728,6 +746,7 @@ def _argument_path(argument: str) -> list[str | int]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate an expression for a request; print the value in Cedar syntax (exit 1 with the
     evaluation error)."""
+    from .ast import Variable, walk
     from .authorizer import make_request
     from .errors import EvaluationError
     from .evaluator import Evaluator
@@ -735,8 +754,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .values import display
 
     schema = _schema(args)
-    request = make_request(_request(args), schema=schema, validate=not args.no_request_validation)
     expr = parse_expression(args.expression, "<expression>")
+    read = {e.var.value for e in walk(expr) if isinstance(e, Variable)}
+    unread = [k for k in ("principal", "action", "resource") if k not in read]
+    given = _request(args, unread)
+    stand_ins = not args.request_json and any(not getattr(args, k) for k in unread)
+    request = make_request(
+        given,
+        schema=None if stand_ins else schema,  # (a stand-in is in no schema; nothing reads it)
+        validate=not args.no_request_validation,
+    )
     entities = _entities_arg(args, schema)
     try:
         value = Evaluator(request, entities).evaluate(expr)
@@ -1071,7 +1098,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("-l", "--principal", help='principal, e.g. User::"alice"')
         p.add_argument("-a", "--action", help='action, e.g. Action::"read"')
         p.add_argument("-r", "--resource", help='resource, e.g. Doc::"readme"')
-        p.add_argument("-c", "--context", metavar="FILE", help="JSON context file")
+        p.add_argument(
+            "-c",
+            "--context",
+            metavar="FILE_OR_JSON",
+            help="JSON context file, or inline: '{\"hour\": 3}'",
+        )
         p.add_argument(
             "--no-request-validation",
             action="store_true",
