@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .compiler import compiled
 from .entities import Entities
+from .errors import ArgumentError, did_you_mean
 from .policyset import PolicySet
 from .request import Request, make_request
 
@@ -44,7 +45,10 @@ def coerce_inputs(
 
 def _check_engine(engine: str) -> None:
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine `{engine}`; expected `compiled` or `reference`")
+        raise ArgumentError(
+            f"unknown engine `{engine}`; expected `compiled` or `reference`",
+            help=did_you_mean(str(engine), ENGINES),
+        )
 
 
 def is_authorized(
