@@ -58,9 +58,6 @@ from .values import EntityUID
 
 EXIT_OK, EXIT_FAILURE, EXIT_DENY, EXIT_INVALID = 0, 1, 2, 3
 
-_QUIET = logging.NullHandler()
-
-
 class _Failure(Exception):
     """A user-facing failure with its message already rendered (``code`` for JSON output)."""
 
@@ -1435,9 +1432,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _hook_parser(sub)
     else:
         parser = _parser()
-    # The tool commands print the tool layer's warnings themselves, located and with hints:
-    # keep Python's last-resort handler from printing them a second time.
-    logging.getLogger("cedarlite").addHandler(_QUIET)
     args = argparse.Namespace(error_format="human")
     try:
         args = parser.parse_args(argv)
