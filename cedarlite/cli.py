@@ -273,13 +273,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         else:
             print(issue.render())
             print()
-    if result.passed:
+    denied = len(result.warnings) if args.deny_warnings else 0
+    if result.passed and not denied:
         print(
             f"{_named(args.policies)}: validation passed"
             + (f" ({plural(len(result.warnings), 'warning')})" if result.warnings else "")
         )
         return EXIT_OK
-    print(f"{_named(args.policies)}: validation failed: {plural(len(result.errors), 'error')}")
+    counts = plural(len(result.errors), "error")
+    counts += f", {plural(denied, 'warning')} denied by --deny-warnings" if denied else ""
+    print(f"{_named(args.policies)}: validation failed: {counts}")
     return EXIT_INVALID
 
 
@@ -1118,6 +1121,11 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="strict validation of policies against a schema")
     policies_args(v)
     v.add_argument("-s", "--schema", required=True, help="schema file (.cedarschema, or .json)")
+    v.add_argument(
+        "--deny-warnings",
+        action="store_true",
+        help="fail (exit 3) on warnings too: a forbid that can never apply, say (for CI)",
+    )
     v.set_defaults(run=cmd_validate)
 
     c = sub.add_parser("check-parse", help="check that policies (and entities) parse")
