@@ -58,6 +58,7 @@ from .values import EntityUID
 
 EXIT_OK, EXIT_FAILURE, EXIT_DENY, EXIT_INVALID = 0, 1, 2, 3
 
+
 class _Failure(Exception):
     """A user-facing failure with its message already rendered (``code`` for JSON output)."""
 
