@@ -801,9 +801,10 @@ def _one_file_per_id(sets: Sequence[PolicySet]) -> None:
                 other, q = seen
                 line = f":{q.span.line}:{q.span.column}" if q.span is not None else ""
                 source, text = ps.origin(p.id)
+                where = other.origin(q.id).source or "another rule set"
                 raise PolicySetError(
-                    f"`{name}` is also the @id of a policy in `{other.origin(q.id).source}"
-                    f"{line}`: an @id names one policy in decisions, reasons and logs",
+                    f"`{name}` is also the @id of a policy in `{where}{line}`: an @id names "
+                    "one policy in decisions, reasons and logs",
                     span=p.span,
                     text=text,
                     source=source,
