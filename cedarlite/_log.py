@@ -43,6 +43,7 @@ class Logger:
                 except Exception:  # a message that cannot be formatted is not worth failing for
                     sink(str(msg))
             return
+        # lazy on purpose: a hook process never imports logging (test_layering)
         import logging
 
         global _quiet

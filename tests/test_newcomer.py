@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from cedarlite import CedarliteError, is_authorized
-from cedarlite.cli import _parser, main
+from cedarlite.cli import main
+from cedarlite.cli.main import _parser
 from cedarlite.errors import RequestError
-from cedarlite.hooks import Guard, GuardError, MemorySessionStore
+from cedarlite.hooks import Guard, MemorySessionStore
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = """
