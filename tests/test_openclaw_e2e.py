@@ -170,6 +170,33 @@ def test_tool_call_cannot_bypass_a_rule(world: World, turn: list[str]) -> None:
     assert MARKER in turn[13]  # an allowed call through tool_call runs
 
 
+def test_the_gateways_own_configuration_is_read_without_config(world: World) -> None:
+    # The file as the running gateway keeps it (OpenClaw's keys), with an agent written as
+    # 2026.9 writes them (`agents.entries`), loads; the service decides with its tools section.
+    config = json.loads(world.gateway.config_path.read_text())
+    config["agents"]["entries"] = {"main": {}, "reviewer": {"tools": {"deny": ["exec"]}}}
+    path = world.home / "openclaw-copy.json"
+    path.write_text(json.dumps(config))
+    env = {**os.environ, "OPENCLAW_CONFIG_PATH": str(path)}
+    printed = subprocess.run(
+        [sys.executable, "-m", "cedarlite", "hook", "openclaw", "--print-settings"],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )  # fmt: skip
+    assert printed.returncode == 0, printed.stderr
+    command = json.loads(printed.stdout)["plugins"]["entries"]["cedarlite"]["config"]["command"]
+    assert command[5:] == ["--config", str(path)]
+    lines = [
+        {"id": i, "op": "openclaw_before_tool_call", "ctx": {"agentId": agent},
+         "event": {"toolName": "exec", "params": {"command": "ls"}, "toolCallId": f"c{i}"}}
+        for i, agent in enumerate(("main", "reviewer"))
+    ]  # fmt: skip
+    served = subprocess.run(command, input="".join(json.dumps(x) + "\n" for x in lines),
+                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    main, reviewer = (json.loads(line) for line in served.stdout.splitlines())
+    assert main["action"] == "allow", main
+    assert "removed by agents.reviewer.tools.deny" in reviewer["reason"], reviewer
+
+
 # ---------------------------------------------------------------------------------------------
 # Loop detection, per session
 
