@@ -144,6 +144,7 @@ class Guard:
         # state and leave out the hooks, the approver and the compiled policies).
         other = object.__new__(Guard)
         other.__dict__.update(self.__dict__)
+        other._plugins = self._plugins.copy()  # hooks registered later stay with their guard
         other._start_run(context)
         if self._record.log is not None:  # its own descriptor: closing one leaves the other's
             other.open_decision_log(self._record.log.path)
