@@ -5,16 +5,17 @@ For one call, in order (the first check that blocks ends it):
 1. the name is normalized; a tool the run does not offer is blocked (``not-offered``);
 2. the arguments must be JSON (at most :data:`~cedarlite.guard._json.MAX_PARAM_DEPTH` deep)
    and conform to the tool's parameter schema (``invalid-arguments``);
-3. loop detection , when the call has a session key: a critical result vetoes the call
-   (``tool-loop``); a warning is emitted once per bucket; the call is recorded;
+3. loop detection (docs/guard.md §11.2), when the call has a session key: a critical result
+   vetoes the call (``tool-loop``); a warning is emitted once per bucket; the call is recorded;
 4. the compiled Cedar decision over the tool layer and the ``rules``: a satisfied forbid
    without ``@ask`` blocks (``policy``, its ``@reason``), so does a forbid or ``@ask`` policy
    that fails to evaluate (unless annotated ``@onError("skip")``); a satisfied ``@ask``
    policy requires an approval;
 5. trusted policies (registration order): block, require an approval, replace the params;
-6. hooks: descending priority, sticky block, last params, first approval;
-7. approvals: ``before_tool_call`` answers ``"ask"`` with the pending requests;
-   ``abefore_tool_call`` asks the ``approver``. ``allow-always`` is remembered per session.
+6. hooks (docs/guard.md §11.3): descending priority, sticky block, last params, first approval;
+7. approvals (docs/guard.md §11.4): ``before_tool_call`` answers ``"ask"`` with the pending
+   requests; ``abefore_tool_call`` asks the ``approver``. ``allow-always`` is remembered per
+   session.
 
 Each stage is a collaborator with one job: :class:`~.decide.OfferedTools` (the run's tools and
 their argument plans), loop detection (:mod:`.looping`, over the :class:`~.state.SessionStore`),
