@@ -108,7 +108,7 @@ class SQLiteSessionStore:
     def _readable(self) -> Iterator[None]:
         """A file that is not a database (SQLite's own ``DatabaseError``, not a lock or
         another operational failure) becomes a :class:`StateFileError` that names it."""
-        import sqlite3
+        import sqlite3  # lazy on purpose: as in _connection (a hook without state skips it)
 
         try:
             yield
