@@ -47,6 +47,7 @@ from ..errors import CedarliteError
 from . import serve
 from .common import EXIT_DENY, EXIT_FAILURE, ArgumentParser, Failure, UsageError
 from .hosts import cmd_hook_claude_code, cmd_mcp_proxy
+from .openclaw import add_parser as add_openclaw_parser
 from .policies import (
     cmd_authorize,
     cmd_check_parse,
@@ -442,6 +443,7 @@ def _hook_parser(sub: Any) -> None:
         help="check the configuration and rules, then print the settings.json snippet",
     )
     hc.set_defaults(run=cmd_hook_claude_code)
+    add_openclaw_parser(hsub)
 
 
 class _HookArgumentParser(ArgumentParser):

@@ -139,6 +139,11 @@ class HookConfig(NamedTuple):
         if not isinstance(data, dict):
             raise HookError("a hook configuration must be a JSON object", source=path)
         wrapped = "config" in data
+        if not wrapped and not data.keys() <= {"tools", "agents", "channels"}:
+            from . import openclaw_config  # OpenClaw's own openclaw.json: its tool layer's keys
+
+            if openclaw_config.is_openclaw_config(data):
+                data = openclaw_config.tools_section(data)
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
             # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)

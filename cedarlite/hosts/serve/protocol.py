@@ -63,7 +63,13 @@ OPERATIONS: Mapping[str, Operation] = {
     "health": Operation(frozenset()),
     "reload": Operation(frozenset()),
     "claude_code_hook": Operation(frozenset({"input"})),
+    # The OpenClaw plugin's hook events, as OpenClaw gives them (cedarlite.hosts.openclaw).
+    "openclaw_before_tool_call": Operation(frozenset({"event", "ctx"})),
+    "openclaw_after_tool_call": Operation(frozenset({"event", "ctx"})),
 }
+
+#: The operations whose error answer also blocks the call.
+_DECISIONS = ("before_tool_call", "openclaw_before_tool_call")
 
 #: The keys of a ``call`` object.
 CALL_KEYS = ("sessionKey", "toolCallId", "runId", "sessionId")
@@ -241,14 +247,14 @@ class Service:
             check_fields(op, fields)
             return self._dispatch(op, fields)
         except ProtocolError as err:
-            if op == "before_tool_call":
+            if op in _DECISIONS:
                 params = fields.get("params") if isinstance(fields, dict) else None
                 return blocked(err, params)
             return err.answer()
         except Exception as err:  # an error of ours: fail closed
             _log.get_logger("cedarlite.serve").error("`%s` failed: %r", op, err)
             error = ProtocolError(f"internal error: {type(err).__name__}: {err}", code="E0967")
-            if op == "before_tool_call":
+            if op in _DECISIONS:
                 return blocked(error, fields.get("params"))
             return error.answer()
 
@@ -287,6 +293,10 @@ class Service:
             return {**self.guards.health(), "requests": self.answered}
         if op == "reload":
             return self.guards.reload_answer()
+        if op.startswith("openclaw_"):
+            from ..openclaw import service_answer
+
+            return service_answer(gen, op, fields)
         # claude_code_hook
         text = fields["input"]
         if not isinstance(text, str):
