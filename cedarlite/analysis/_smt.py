@@ -120,7 +120,9 @@ class Sorts:
         # z3's names are global: each schema's sorts get their own suffix.
         self.tag = f"#{next(_SORTS)}"
         ip = z3.Datatype("IPAddr" + self.tag)
-        ip.declare("ip", ("v6", z3.BoolSort()), ("addr", z3.BitVecSort(128)), ("prefix", z3.BitVecSort(8)))
+        ip.declare(
+            "ip", ("v6", z3.BoolSort()), ("addr", z3.BitVecSort(128)), ("prefix", z3.BitVecSort(8))
+        )
         self.ip = ip.create()
 
     def entity(self, name: str) -> Any:
@@ -210,7 +212,7 @@ def string_val(z3: Any, text: str) -> Any:
         code = ord(ch)
         if code > MAX_CHAR:
             raise Unsupported(f"a string with the character U+{code:X} (above U+2FFFF)")
-        out.append(ch if ch.isascii() and ch.isalnum() else "\\u{%x}" % code)
+        out.append(ch if ch.isascii() and ch.isalnum() else f"\\u{{{code:x}}}")
     return z3.StringVal("".join(out))
 
 
@@ -263,7 +265,9 @@ class Encoder:
             fields[attr] = (present, self.free(a.type, path))
         return Sym(ty, fields, self.false)
 
-    def attribute(self, owner: Sym, ty: CedarType, path: tuple[str, ...], required: bool) -> tuple[Any, Sym]:
+    def attribute(
+        self, owner: Sym, ty: CedarType, path: tuple[str, ...], required: bool
+    ) -> tuple[Any, Sym]:
         """An entity attribute (at ``path``, inside nested records): (present, value)."""
         z3, sorts = self.z3, self.sorts
         name = owner.ty.name  # type: ignore[attr-defined]
@@ -520,7 +524,11 @@ class Encoder:
             target = b.ty.element.name
             if z3.is_app(b.v) and _store_chain(z3, b.v) is not None:
                 elements = _store_chain(z3, b.v)
-                v = z3.Or(*[self.in_one(a, target, x) for x in elements]) if elements else self.false
+                v = (
+                    z3.Or(*[self.in_one(a, target, x) for x in elements])
+                    if elements
+                    else self.false
+                )
                 return Sym(BOOL, v, err)
             parts = []
             if a.ty.name == target:
@@ -603,7 +611,9 @@ class Encoder:
         conds = []
         current = owner
         for attr in e.path:
-            if isinstance(current.ty, RecordType | EntityType) and not self._declares(current.ty, attr):
+            if isinstance(current.ty, RecordType | EntityType) and not self._declares(
+                current.ty, attr
+            ):
                 conds.append(self.false)
                 break
             present, value = self.field(current, attr)
@@ -720,7 +730,6 @@ class Encoder:
     # -- extension types -----------------------------------------------------------------------
 
     def _call(self, e: Call) -> Sym:
-        z3 = self.z3
         func = FUNCTIONS.get(e.name)
         if func is None or len(e.args) != 1:
             raise Unsupported(f"the function `{e.name}`")
@@ -755,7 +764,6 @@ class Encoder:
         return Sym(IPADDR, v, self.false)
 
     def _ext_method(self, name: str, recv: Sym, args: list[Sym], err: Any) -> Sym:
-        z3 = self.z3
         handler = _EXT_METHODS.get((name, str(recv.ty)))
         if handler is None:
             raise Unsupported(f"the method `{name}` on `{recv.ty}`")
@@ -795,16 +803,20 @@ def _store_chain(z3: Any, v: Any) -> list[Any] | None:
 def _join(a: CedarType, b: CedarType) -> CedarType:
     if a == b:
         return a
-    if isinstance(a, RecordType) and isinstance(b, RecordType):
-        if a.attributes.keys() == b.attributes.keys() and all(
-            a.attributes[k].required == b.attributes[k].required for k in a.attributes
-        ):
-            return RecordType(
-                {
-                    k: Attribute(_join(a.attributes[k].type, b.attributes[k].type), a.attributes[k].required)
-                    for k in a.attributes
-                }
-            )
+    if (
+        isinstance(a, RecordType)
+        and isinstance(b, RecordType)
+        and a.attributes.keys() == b.attributes.keys()
+        and all(a.attributes[k].required == b.attributes[k].required for k in a.attributes)
+    ):
+        return RecordType(
+            {
+                k: Attribute(
+                    _join(a.attributes[k].type, b.attributes[k].type), a.attributes[k].required
+                )
+                for k in a.attributes
+            }
+        )
     if isinstance(a, SetType) and isinstance(b, SetType):
         return SetType(_join(a.element, b.element))
     raise Unsupported(f"values of types `{a}` and `{b}` in one place")

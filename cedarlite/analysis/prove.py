@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..authorizer import Decision, Response, is_authorized
 from ..ast import Effect
+from ..authorizer import Decision, Response, is_authorized
 from ..entities import Entities
 from ..errors import CedarliteError
 from ..ext import Datetime, Decimal, Duration, IPAddr
@@ -150,7 +150,9 @@ class _Prover:
         self.timeout = timeout
         self.z3 = z3mod()
 
-    def result(self, holds: bool | None, reason: str, ce: ProofCounterexample | None = None) -> ProofResult:
+    def result(
+        self, holds: bool | None, reason: str, ce: ProofCounterexample | None = None
+    ) -> ProofResult:
         return ProofResult(self.prop, holds, reason, ce)
 
     def run(self) -> ProofResult:
@@ -255,7 +257,9 @@ class _Prover:
             first = is_authorized(request, self.a, store, schema=self.schema, engine="reference")
             second = None
             if self.b is not None:
-                second = is_authorized(request, self.b, store, schema=self.schema, engine="reference")
+                second = is_authorized(
+                    request, self.b, store, schema=self.schema, engine="reference"
+                )
         except CedarliteError as err:
             return self.result(
                 None, f"not proved: the solver's counterexample is not valid input ({err.message})"
@@ -363,7 +367,9 @@ class _Extractor:
                 ip = self.sorts.ip
                 v6 = z3.is_true(self.eval(ip.v6(v)))
                 return IPAddr(
-                    6 if v6 else 4, self.eval(ip.addr(v)).as_long(), self.eval(ip.prefix(v)).as_long()
+                    6 if v6 else 4,
+                    self.eval(ip.addr(v)).as_long(),
+                    self.eval(ip.prefix(v)).as_long(),
                 )
             case SetType(element=element):
                 return CedarSet(self.value(element, x) for x in self.members(element, v))
@@ -378,10 +384,12 @@ class _Extractor:
 
     def members(self, element: CedarType, v: Any) -> list[Any]:
         z3 = self.z3
-        if isinstance(element, EntityType) or isinstance(element, BoolType):
-            pool = self.universe(element.name) if isinstance(element, EntityType) else [
-                z3.BoolVal(True), z3.BoolVal(False)
-            ]
+        if isinstance(element, (EntityType, BoolType)):
+            pool = (
+                self.universe(element.name)
+                if isinstance(element, EntityType)
+                else [z3.BoolVal(True), z3.BoolVal(False)]
+            )
             return [x for x in pool if z3.is_true(self.eval(z3.IsMember(x, v)))]
         full, out = v, []
         while z3.is_store(v):
