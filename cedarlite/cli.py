@@ -1117,6 +1117,16 @@ def _parser() -> argparse.ArgumentParser:
     eq.add_argument("--out", metavar="DIR", help="write the counterexample's request/entities here")
     eq.set_defaults(run=cmd_equiv)
 
+    pv = sub.add_parser("prove", help="prove a property of policy sets on an SMT solver (z3)")
+    pv.add_argument("prop", metavar="PROP", help="equivalent | implies | disjoint | "
+                    "always-allows | always-denies | never-errors")  # fmt: skip
+    pv.add_argument("first", metavar="A", help="policy file or directory")
+    pv.add_argument("second", metavar="B", nargs="?", help="the second policy set, if PROP has one")
+    pv.add_argument("-s", "--schema", required=True, help="schema file (.cedarschema, or .json)")
+    pv.add_argument("--out", metavar="DIR", help="write a counterexample's request/entities here")
+    pv.add_argument("--timeout", type=float, default=30.0, help="seconds for the solver")
+    pv.set_defaults(run=lambda args: _analysis_commands().run_prove(args))
+
     t = sub.add_parser("tools", help="the agent tool layer (OpenClaw-style tool policy)")
     tsub = _with_parent(
         t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND"),
@@ -1170,6 +1180,13 @@ def _parser() -> argparse.ArgumentParser:
     ts.add_argument("scenario", help="a scenario file, or a JSON array of tools")
     ts.add_argument("--json", action="store_true", help="the JSON schema format")
     ts.set_defaults(run=cmd_tools_schema)
+
+    tpv = tsub.add_parser("prove", help="prove the rules' promises, or find a bypass (z3)")
+    tpv.add_argument("scenario", metavar="CONFIG", help="a scenario file (cedarlite:NAME too)")
+    tpv.add_argument("--rules", action="append", metavar="FILE", help="argument rules; repeatable")
+    tpv.add_argument("--never", required=True, metavar="QUERY", help="permits nothing may match")
+    tpv.add_argument("--timeout", type=float, default=30.0, help="seconds per promise")
+    tpv.set_defaults(run=lambda args: _analysis_commands().run_tools_prove(args))
 
     mp = sub.add_parser(
         "mcp-proxy",
@@ -1336,6 +1353,12 @@ def cmd_hook_claude_code(args: argparse.Namespace) -> int:
     if args.print_settings:
         return claude_code.print_settings(options, sys.stdout, sys.stderr)
     return claude_code.run_blocking(options)
+
+
+def _analysis_commands() -> Any:
+    from .analysis import commands
+
+    return commands
 
 
 def main(argv: Sequence[str] | None = None) -> int:

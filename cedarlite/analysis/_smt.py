@@ -108,9 +108,11 @@ class Sym:
 class Sorts:
     """The z3 sorts and uninterpreted functions of one schema (shared by its environments)."""
 
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: Schema, extra_actions: Sequence[EntityUID] = ()) -> None:
         z3 = self.z3 = z3mod()
         self.schema = schema
+        #: Actions the policies name that the schema does not declare (never a request's).
+        self.extra_actions = tuple(dict.fromkeys(extra_actions))
         self.bv = z3.BitVecSort(64)
         self.string = z3.StringSort()
         self._entity: dict[str, Any] = {}
@@ -137,6 +139,7 @@ class Sorts:
             ids = definition.enum
         elif is_action_type(name):
             ids = [uid.id for uid in self.schema.actions if uid.type == name]
+            ids += [u.id for u in self.extra_actions if u.type == name and u.id not in ids]
         if ids:
             sort, values = z3.EnumSort(name + self.tag, [f"{name}::{i!r}{self.tag}" for i in ids])
             self._enum_values[name] = dict(zip(ids, values, strict=True))
@@ -203,6 +206,47 @@ class Sorts:
 
     def functions(self) -> dict[Any, Any]:
         return self._funcs
+
+
+def conj(z3: Any, *parts: Any) -> Any:
+    """``And`` of ``parts``, folding the constants (so that short-circuits are seen)."""
+    kept = []
+    for p in parts:
+        if z3.is_false(p):
+            return p
+        if not z3.is_true(p):
+            kept.append(p)
+    return z3.And(*kept) if len(kept) > 1 else kept[0] if kept else z3.BoolVal(True)
+
+
+def disj(z3: Any, *parts: Any) -> Any:
+    """``Or`` of ``parts``, folding the constants."""
+    kept = []
+    for p in parts:
+        if z3.is_true(p):
+            return p
+        if not z3.is_false(p):
+            kept.append(p)
+    return z3.Or(*kept) if len(kept) > 1 else kept[0] if kept else z3.BoolVal(False)
+
+
+def same(z3: Any, a: Any, b: Any) -> Any:
+    """``a == b``, decided at once when both are values (literals, enum constants)."""
+    if _is_value(z3, a) and _is_value(z3, b):
+        return z3.BoolVal(a.eq(b))
+    return a == b
+
+
+def _is_value(z3: Any, x: Any) -> bool:
+    return z3.is_const(x) and x.decl().kind() != z3.Z3_OP_UNINTERPRETED
+
+
+def neg(z3: Any, p: Any) -> Any:
+    if z3.is_true(p):
+        return z3.BoolVal(False)
+    if z3.is_false(p):
+        return z3.BoolVal(True)
+    return z3.Not(p)
 
 
 def string_val(z3: Any, text: str) -> Any:
@@ -387,8 +431,8 @@ class Encoder:
             if z3.is_false(v) and z3.is_false(err):
                 break  # never evaluated (the validator does not type it either)
             right = self._bool(operand)
-            err = z3.Or(err, z3.And(v, right.err))
-            v = z3.And(v, right.v)
+            err = disj(z3, err, conj(z3, v, right.err))
+            v = conj(z3, v, right.v)
         return Sym(BOOL, v, err)
 
     def _or(self, e: Or) -> Sym:
@@ -399,8 +443,8 @@ class Encoder:
             if z3.is_true(v) and z3.is_false(err):
                 break
             right = self._bool(operand)
-            err = z3.Or(err, z3.And(z3.Not(v), right.err))
-            v = z3.Or(v, right.v)
+            err = disj(z3, err, conj(z3, neg(z3, v), right.err))
+            v = disj(z3, v, right.v)
         return Sym(BOOL, v, err)
 
     def _if(self, e: If) -> Sym:
@@ -412,7 +456,7 @@ class Encoder:
             return self.expr(e.else_)
         t, f = self.expr(e.then_), self.expr(e.else_)
         ty = _join(t.ty, f.ty)
-        err = z3.Or(c.err, z3.And(c.v, t.err), z3.And(z3.Not(c.v), f.err))
+        err = disj(z3, c.err, conj(z3, c.v, t.err), conj(z3, neg(z3, c.v), f.err))
         return Sym(ty, self.ite(c.v, t, f, ty), err)
 
     def ite(self, c: Any, t: Sym, f: Sym, ty: CedarType) -> Any:
@@ -431,7 +475,7 @@ class Encoder:
         z3 = self.z3
         if e.op is UnaryOp.NOT:
             a = self._bool(e.arg)
-            return Sym(BOOL, z3.Not(a.v), a.err)
+            return Sym(BOOL, neg(z3, a.v), a.err)
         a = self._long(e.arg)
         overflow = a.v == z3.BitVecVal(-(2**63), 64)
         return Sym(LONG, -a.v, z3.Or(a.err, overflow))
@@ -466,10 +510,10 @@ class Encoder:
         if e.op is BinOp.IN:
             return self._in(self.expr(e.left), self.expr(e.right))
         a, b = self.expr(e.left), self.expr(e.right)
-        err = z3.Or(a.err, b.err)
+        err = disj(z3, a.err, b.err)
         if e.op in (BinOp.EQ, BinOp.NEQ):
             eq = self.equal(a, b)
-            return Sym(BOOL, eq if e.op is BinOp.EQ else z3.Not(eq), err)
+            return Sym(BOOL, eq if e.op is BinOp.EQ else neg(z3, eq), err)
         if a.ty != b.ty or a.ty not in (LONG, DATETIME, DURATION):
             raise Unsupported(f"`{e.op.value}` between `{a.ty}` and `{b.ty}`")
         v = {
@@ -500,7 +544,7 @@ class Encoder:
             if isinstance(a.ty, SetType) and isinstance(b.ty, SetType):
                 raise Unsupported(f"`==` between `{a.ty}` and `{b.ty}`")
             return self.false
-        return a.v == b.v
+        return same(z3, a.v, b.v)
 
     # -- hierarchy -----------------------------------------------------------------------------
 
@@ -515,7 +559,7 @@ class Encoder:
 
     def _in(self, a: Sym, b: Sym) -> Sym:
         z3 = self.z3
-        err = z3.Or(a.err, b.err)
+        err = disj(z3, a.err, b.err)
         if not isinstance(a.ty, EntityType):
             raise Unsupported(f"`in` on `{a.ty}`")
         if isinstance(b.ty, EntityType):
@@ -524,11 +568,7 @@ class Encoder:
             target = b.ty.element.name
             if z3.is_app(b.v) and _store_chain(z3, b.v) is not None:
                 elements = _store_chain(z3, b.v)
-                v = (
-                    z3.Or(*[self.in_one(a, target, x) for x in elements])
-                    if elements
-                    else self.false
-                )
+                v = disj(z3, *[self.in_one(a, target, x) for x in elements])
                 return Sym(BOOL, v, err)
             parts = []
             if a.ty.name == target:
@@ -536,7 +576,7 @@ class Encoder:
             if target in self.ancestor_types(a.ty.name):
                 inter = z3.SetIntersect(b.v, self.ancestors(a.v, a.ty.name, target))
                 parts.append(inter != z3.EmptySet(self.sorts.entity(target)))
-            return Sym(BOOL, z3.Or(*parts) if parts else self.false, err)
+            return Sym(BOOL, disj(z3, *parts), err)
         raise Unsupported(f"`in` with `{b.ty}` on the right")
 
     def in_one(self, a: Sym, target: str, x: Any) -> Any:
@@ -549,7 +589,7 @@ class Encoder:
             parts.append(a.v == x)
         if target in self.ancestor_types(t):
             parts.append(z3.IsMember(x, self.ancestors(a.v, t, target)))
-        return z3.Or(*parts) if parts else self.false
+        return disj(z3, *parts)
 
     def action_in(self, v: Any, t: str, target: str, x: Any) -> Any:
         """``v in x`` for actions: the schema's hierarchy, known exactly."""
@@ -564,8 +604,10 @@ class Encoder:
                 groups.append(uid)
             if groups:
                 xs = [self.sorts.literal(g) for g in groups]
-                parts.append(z3.And(v == values[uid.id], z3.Or(*[x == g for g in xs])))
-        return z3.Or(*parts) if parts else self.false
+                parts.append(
+                    conj(z3, same(z3, v, values[uid.id]), disj(z3, *[same(z3, x, g) for g in xs]))
+                )
+        return disj(z3, *parts)
 
     def _is(self, e: Is) -> Sym:
         z3 = self.z3
@@ -587,7 +629,7 @@ class Encoder:
         z3 = self.z3
         owner = self.expr(e.expr)
         present, value = self.field(owner, e.attr)
-        return Sym(value.ty, value.v, z3.Or(owner.err, z3.Not(present)))
+        return Sym(value.ty, value.v, disj(z3, owner.err, neg(z3, present)))
 
     def field(self, owner: Sym, attr: str) -> tuple[Any, Sym]:
         if isinstance(owner.ty, RecordType):
@@ -619,8 +661,7 @@ class Encoder:
             present, value = self.field(current, attr)
             conds.append(present)
             current = value
-        v = z3.And(*conds) if conds else self.true
-        return Sym(BOOL, v, owner.err)
+        return Sym(BOOL, conj(z3, *conds), owner.err)
 
     def _declares(self, ty: CedarType, attr: str) -> bool:
         if isinstance(ty, RecordType):
@@ -658,7 +699,7 @@ class Encoder:
         v = z3.EmptySet(sort)
         for it in items:
             v = z3.SetAdd(v, it.v)
-        return Sym(SetType(ty), v, z3.Or(self.false, *[it.err for it in items]))
+        return Sym(SetType(ty), v, disj(z3, *[it.err for it in items]))
 
     def _record(self, e: RecordLit) -> Sym:
         z3 = self.z3
@@ -669,14 +710,14 @@ class Encoder:
             fields[key] = (self.true, Sym(sym.ty, sym.v, self.false))
             errs.append(sym.err)
         ty = RecordType({k: Attribute(s.ty) for k, (_, s) in fields.items()})
-        return Sym(ty, fields, z3.Or(self.false, *errs))
+        return Sym(ty, fields, disj(z3, *errs))
 
     def _method(self, e: MethodCall) -> Sym:
         z3 = self.z3
         name = e.name
         recv = self.expr(e.receiver)
         args = [self.expr(a) for a in e.args]
-        err = z3.Or(recv.err, *[a.err for a in args])
+        err = disj(z3, recv.err, *[a.err for a in args])
         if name in ("contains", "containsAll", "containsAny", "isEmpty"):
             if not isinstance(recv.ty, SetType):
                 raise Unsupported(f"`{name}` on `{recv.ty}`")

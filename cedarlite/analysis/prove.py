@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..ast import Effect
+from ..ast import Effect, Lit, is_action_type, walk
 from ..authorizer import Decision, Response, is_authorized
 from ..entities import Entities
 from ..errors import CedarliteError
@@ -45,7 +45,7 @@ from ..schema.types import (
 )
 from ..schema.validator import Validator, policy_condition
 from ..values import CedarSet, EntityUID, to_json_value
-from ._smt import Encoder, Sorts, Sym, Unsupported, z3mod
+from ._smt import Encoder, Sorts, Sym, Unsupported, conj, neg, z3mod
 
 __all__ = ["PROPERTIES", "ProofCounterexample", "ProofResult", "prove"]
 
@@ -100,6 +100,7 @@ def prove(
     *,
     schema: Schema | str | Mapping[str, Any],
     timeout: float = DEFAULT_TIMEOUT,
+    assume: Callable[[Encoder], list[Any]] | None = None,
 ) -> ProofResult:
     """Prove or refute ``prop`` of ``a`` (and ``b``) for every request and entity store valid
     for ``schema``: ``"equivalent"`` (same decisions), ``"implies"`` (whatever ``a`` allows,
@@ -108,7 +109,8 @@ def prove(
 
     ``a``/``b``: Cedar text or a :class:`~cedarlite.PolicySet`; ``schema``: ``.cedarschema``
     text, JSON schema or a :class:`~cedarlite.schema.Schema`. ``timeout`` (seconds) bounds the
-    solver's work; running out answers ``None``. Needs ``z3-solver`` (``cedarlite[prove]``).
+    solver's work; running out answers ``None``. ``assume`` (for callers that know more
+    about their requests than the schema says) gives extra constraints per environment. Needs ``z3-solver`` (``cedarlite[prove]``).
     Input that does not parse raises :class:`~cedarlite.CedarliteError`.
     """
     two = PROPERTIES.get(prop) if prop != GUARD_DISJOINT else True
@@ -126,7 +128,7 @@ def prove(
     schema = _as_schema(schema)
     first = _as_set(a)
     second = _as_set(b) if b is not None else None
-    return _Prover(prop, first, second, schema, timeout).run()
+    return _Prover(prop, first, second, schema, timeout, assume).run()
 
 
 def _as_set(ps: PolicySet | str) -> PolicySet:
@@ -143,9 +145,16 @@ def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
 
 class _Prover:
     def __init__(
-        self, prop: str, a: PolicySet, b: PolicySet | None, schema: Schema, timeout: float
+        self,
+        prop: str,
+        a: PolicySet,
+        b: PolicySet | None,
+        schema: Schema,
+        timeout: float,
+        assume: Callable[[Encoder], list[Any]] | None = None,
     ) -> None:
         self.prop, self.a, self.b, self.schema = prop, a, b, schema
+        self.assume = assume
         self.deadline = time.monotonic() + timeout
         self.timeout = timeout
         self.z3 = z3mod()
@@ -160,15 +169,20 @@ class _Prover:
             if ps is None:
                 continue
             checked = Validator(self.schema).validate(ps)
-            if checked.errors:
-                issue = checked.errors[0]
+            errors = checked.errors
+            if self.prop == GUARD_DISJOINT and ps is self.a:
+                # The tool layer names every tool of its lists, present in the run or not: an
+                # action the schema does not declare is never a request's (encoded as such).
+                errors = tuple(i for i in errors if i.code not in _OTHER_TOOLS)
+            if errors:
+                issue = errors[0]
                 return self.result(
                     None,
                     f"not proved: policy `{issue.label or issue.policy_id}` of {name} does not "
                     f"validate against the schema ({issue.message}); proofs cover the policies "
                     "the strict validator accepts",
                 )
-        sorts = Sorts(self.schema)
+        sorts = Sorts(self.schema, [*_action_literals(self.a), *_action_literals(self.b)])
         envs = self.schema.request_environments()
         for env in envs:
             context = self.schema.actions[env.action].applies_to.context  # type: ignore[union-attr]
@@ -184,7 +198,10 @@ class _Prover:
                 return self.result(None, f"not proved: timed out after {self.timeout:g} s")
             solver = self.z3.Solver()
             solver.set("timeout", max(1, int(left * 1000)))
-            solver.add(*enc.assumptions, *sorts.distinctness(), *enc.hierarchy_axioms(), query)
+            extra = self.assume(enc) if self.assume is not None else []
+            solver.add(
+                *enc.assumptions, *sorts.distinctness(), *enc.hierarchy_axioms(), *extra, query
+            )
             answer = solver.check()
             if answer == self.z3.unsat:
                 continue
@@ -213,7 +230,7 @@ class _Prover:
                 raise Unsupported(f"{err} (in policy `{ps.label(policy.id)}`)") from None
             if z3.is_false(sym.v) and z3.is_false(sym.err):
                 continue
-            satisfied = z3.And(sym.v, z3.Not(sym.err))
+            satisfied = conj(z3, sym.v, neg(z3, sym.err))
             (permits if policy.effect is Effect.PERMIT else forbids).append(satisfied)
             errors.append(sym.err)
         allowed = z3.And(z3.Or(False, *permits), z3.Not(z3.Or(False, *forbids)))
@@ -273,6 +290,23 @@ class _Prover:
                 ce,
             )
         return self.result(False, f"refuted: {_REFUTATION[self.prop]}", ce)
+
+
+_OTHER_TOOLS = ("unknown-action", "invalid-action-application")
+
+
+def _action_literals(ps: PolicySet | None) -> list[EntityUID]:
+    out: list[EntityUID] = []
+    for p in ps.active if ps is not None else ():
+        out += [u for u in p.action.entities if isinstance(u, EntityUID)]
+        if isinstance(p.action.entity, EntityUID):
+            out.append(p.action.entity)
+        for cond in p.conditions:
+            for node in walk(cond.body):
+                if isinstance(node, Lit) and isinstance(node.value, EntityUID):
+                    if is_action_type(node.value.type):
+                        out.append(node.value)
+    return out
 
 
 def refutes(prop: str, first: Response, second: Response | None) -> bool:
