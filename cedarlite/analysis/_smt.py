@@ -284,6 +284,8 @@ class Encoder:
         #: Entity terms by type, for the hierarchy's ground instances; tag key terms by type.
         self.entity_terms: dict[str, dict[str, Any]] = {}
         self.tag_keys: dict[str, list[Any]] = {}
+        #: Terms that are tested for membership in, or added to, sets (by sort).
+        self.set_terms: dict[str, list[Any]] = {}
         for sym in (self.principal, self.resource):
             self.note_entity(sym)
 
@@ -566,8 +568,8 @@ class Encoder:
             return Sym(BOOL, self.in_one(a, b.ty.name, b.v), err)
         if isinstance(b.ty, SetType) and isinstance(b.ty.element, EntityType):
             target = b.ty.element.name
-            if z3.is_app(b.v) and _store_chain(z3, b.v) is not None:
-                elements = _store_chain(z3, b.v)
+            elements = _store_chain(z3, b.v)
+            if elements is not None:
                 v = disj(z3, *[self.in_one(a, target, x) for x in elements])
                 return Sym(BOOL, v, err)
             parts = []
@@ -699,6 +701,7 @@ class Encoder:
         v = z3.EmptySet(sort)
         for it in items:
             v = z3.SetAdd(v, it.v)
+            self.set_terms.setdefault(str(sort), []).append(it.v)
         return Sym(SetType(ty), v, disj(z3, *[it.err for it in items]))
 
     def _record(self, e: RecordLit) -> Sym:
@@ -727,6 +730,7 @@ class Encoder:
             if name == "contains":
                 if _join(recv.ty.element, arg.ty) != recv.ty.element:
                     raise Unsupported(f"`contains` of `{arg.ty}` in `{recv.ty}`")
+                self.set_terms.setdefault(str(arg.v.sort()), []).append(arg.v)
                 return Sym(BOOL, z3.IsMember(arg.v, recv.v), err)
             if arg.ty != recv.ty:
                 raise Unsupported(f"`{name}` between `{recv.ty}` and `{arg.ty}`")
@@ -918,19 +922,25 @@ def _duration_since(enc: Encoder, recv: Sym, args: list[Sym], err: Any) -> Sym:
     return Sym(DURATION, recv.v - d.v, z3.Or(err, z3.Not(ok)))
 
 
+def _day_split(enc: Encoder, ms: Any) -> tuple[Any, Any]:
+    """``ms`` as (days, remainder) with the remainder in ``[0, day)`` (floored division)."""
+    z3 = enc.z3
+    day = z3.BitVecVal(DAY_MS, 64)
+    q, r = ms / day, z3.SRem(ms, day)  # signed, truncating toward zero
+    negative = r < 0
+    return z3.If(negative, q - 1, q), z3.If(negative, r + day, r)
+
+
 def _to_date(enc: Encoder, recv: Sym, args: list[Sym], err: Any) -> Sym:
     z3 = enc.z3
-    ms = z3.BV2Int(recv.v, is_signed=True)
-    # Int division by a positive constant floors (toward negative infinity), as toDate does.
-    day = (ms / DAY_MS) * DAY_MS
-    ok = day >= -(2**63)
-    return Sym(DATETIME, z3.Int2BV(day, 64), z3.Or(err, z3.Not(ok)))
+    days, _ = _day_split(enc, recv.v)
+    day = z3.BitVecVal(DAY_MS, 64)
+    ok = z3.And(z3.BVMulNoOverflow(days, day, True), z3.BVMulNoUnderflow(days, day))
+    return Sym(DATETIME, days * day, disj(z3, err, neg(z3, ok)))
 
 
 def _to_time(enc: Encoder, recv: Sym, args: list[Sym], err: Any) -> Sym:
-    z3 = enc.z3
-    ms = z3.BV2Int(recv.v, is_signed=True)
-    return Sym(DURATION, z3.Int2BV(ms % DAY_MS, 64), err)
+    return Sym(DURATION, _day_split(enc, recv.v)[1], err)
 
 
 def _duration_to(unit: int) -> Callable[[Encoder, Sym, list[Sym], Any], Sym]:

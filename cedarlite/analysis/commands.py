@@ -138,8 +138,8 @@ def prove_promises(
     except (OSError, json.JSONDecodeError) as err:
         raise CedarliteError(f"cannot read `{scenario}`: {err}") from None
     config = doc.get("config", doc) if isinstance(doc, dict) else doc
-    tools = doc.get("tools") if isinstance(doc, dict) else None
-    policy = ToolPolicy(config, tools)
+    tools = doc.get("tools") if isinstance(doc, dict) and "config" in doc else None
+    policy = ToolPolicy(config, tools or [])
     loaded = policy.load_rules([resolve(r) for r in rules]) if rules else None
     guard, _ = policy._with_rules(loaded)
     out = []

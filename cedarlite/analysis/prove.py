@@ -110,8 +110,9 @@ def prove(
     ``a``/``b``: Cedar text or a :class:`~cedarlite.PolicySet`; ``schema``: ``.cedarschema``
     text, JSON schema or a :class:`~cedarlite.schema.Schema`. ``timeout`` (seconds) bounds the
     solver's work; running out answers ``None``. ``assume`` (for callers that know more
-    about their requests than the schema says) gives extra constraints per environment. Needs ``z3-solver`` (``cedarlite[prove]``).
-    Input that does not parse raises :class:`~cedarlite.CedarliteError`.
+    about their requests than the schema says) gives extra constraints per environment.
+    Needs ``z3-solver`` (``cedarlite[prove]``). Input that does not parse raises
+    :class:`~cedarlite.CedarliteError`.
     """
     two = PROPERTIES.get(prop) if prop != GUARD_DISJOINT else True
     if two is None:
@@ -222,7 +223,9 @@ class _Prover:
     def decisions(self, enc: Encoder, ps: PolicySet) -> tuple[Any, Any]:
         """``(allowed, some policy errors)`` of ``ps`` as formulas."""
         z3 = self.z3
-        permits, forbids, errors = [], [], []
+        permits: list[Any] = []
+        forbids: list[Any] = []
+        errors: list[Any] = []
         for policy in ps.active:
             try:
                 sym: Sym = enc.condition(policy_condition(policy))
@@ -303,9 +306,9 @@ def _action_literals(ps: PolicySet | None) -> list[EntityUID]:
             out.append(p.action.entity)
         for cond in p.conditions:
             for node in walk(cond.body):
-                if isinstance(node, Lit) and isinstance(node.value, EntityUID):
-                    if is_action_type(node.value.type):
-                        out.append(node.value)
+                value = node.value if isinstance(node, Lit) else None
+                if isinstance(value, EntityUID) and is_action_type(value.type):
+                    out.append(value)
     return out
 
 
@@ -430,7 +433,9 @@ class _Extractor:
             out.append(v.arg(1))
             v = v.arg(0)
         if not (z3.is_const_array(v) and z3.is_false(v.arg(0))):
-            raise Unsupported("a set that is not finite in the solver's model")
+            # The model's set is not finite: keep the members among the terms the policies
+            # test (the re-evaluation says whether that is enough).
+            out = [self.eval(t) for t in self.enc.set_terms.get(str(full.sort().domain()), [])]
         return [x for x in out if z3.is_true(self.eval(z3.IsMember(x, full)))]
 
     def record(self, sym: Sym) -> dict[str, Any]:
