@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cedarlite import is_authorized
+from cedarlite import PolicySet, is_authorized
 from cedarlite.analysis import prove
 from cedarlite.analysis.equivalence import check_equivalence
 from cedarlite.analysis.prove import refutes
@@ -365,3 +363,39 @@ def test_equiv_names_policies_by_their_id(tmp_path: Path, capsys) -> None:
     assert code == 2
     assert "ALLOW by adults" in out or "ALLOW by vip" in out
     assert "policy0" not in out and "policy1" not in out
+
+
+# ---------------------------------------------------------------------------------------------
+# The search without a schema (issue 27's two pairs; issue 28, item 9)
+
+
+def test_the_search_finds_the_two_pairs_of_the_issue() -> None:
+    # Attributes equal and unequal to the request's entities.
+    owner = P("resource.owner == principal")
+    editor = P("resource.editor == principal")
+    ce = check_equivalence(owner, editor).counterexample
+    assert ce is not None
+    # Both ends of an ipaddr range, and just outside it.
+    wide = P('context.ip.isInRange(ip("10.0.0.0/8"))')
+    narrow = P('context.ip.isInRange(ip("10.0.0.0/16"))')
+    ce = check_equivalence(wide, narrow).counterexample
+    assert ce is not None and ce.request["context"]["ip"]["__extn"]["arg"].startswith("10.")
+    # Integer boundaries, where checked arithmetic overflows.
+    ce = check_equivalence(P("context.n + 1 > 0"), P("context.n >= 0")).counterexample
+    assert ce is not None and ce.request["context"]["n"] == 2**63 - 1
+
+
+def test_a_principal_that_is_the_action_is_one_entity() -> None:
+    # The search drew the principal `Action::"x"` with its own parents and the action
+    # `Action::"x"` with others: two entries for one entity, refused as a duplicate and
+    # reported as "N generated requests were refused: duplicate entity entry".
+    from cedarlite.analysis.search import Space, _Case
+    from cedarlite.values import EntityUID
+
+    a = PolicySet.from_str(P('principal in Action::"g"'))
+    space = Space(a, a, None, None)
+    x, g, h = EntityUID("Action", "x"), EntityUID("Action", "g"), EntityUID("Action", "h")
+    case = _Case.of((x, frozenset({g})), (x, frozenset({h})), (EntityUID("Other", "o"), None), ())
+    ents = space.entities(case, ())
+    assert [e["uid"] for e in ents].count(x.to_json()) == 1
+    assert space.decide(case, ()) is None and not space.invalid

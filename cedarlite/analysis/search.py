@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -536,7 +537,14 @@ class Space:
         act_uid, act_anc = case.action
         if self.schema is None and act_anc:
             parents = [p.to_json() for p in sorted(act_anc)]
-            ents.append({"uid": act_uid.to_json(), "attrs": {}, "parents": parents})
+            same = next((e for e in ents if e["uid"] == act_uid.to_json()), None)
+            if same is None:
+                ents.append({"uid": act_uid.to_json(), "attrs": {}, "parents": parents})
+            else:  # the principal (or resource) is the action: one entity, all its parents
+                known = {json.dumps(p, sort_keys=True) for p in same["parents"]}
+                same["parents"] += [
+                    p for p in parents if json.dumps(p, sort_keys=True) not in known
+                ]
         return ents
 
     def decide(self, case: _Case, choice: Sequence[int]) -> Counterexample | None:
@@ -579,7 +587,10 @@ class Space:
     ) -> Equivalence:
         """The report, honest about inputs the engine refused (they were not checked)."""
         if self.invalid:
-            note = f"{len(self.invalid)} generated requests were refused: {self.invalid[0]}"
+            note = (
+                f"{len(self.invalid)} generated requests were not checked (the engine refused "
+                f"them: {self.invalid[0]}); the result covers the others"
+            )
             return Equivalence(
                 found, checked - len(self.invalid), False, f"{why}; {note}" if why else note
             )
