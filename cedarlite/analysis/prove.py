@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..ast import Effect, Lit, is_action_type, walk
+from ..ast import Effect, Lit, Policy, is_action_type, walk
 from ..authorizer import Decision, Response, is_authorized
 from ..entities import Entities
 from ..errors import CedarliteError
@@ -189,62 +189,129 @@ class _Prover:
             context = self.schema.actions[env.action].applies_to.context  # type: ignore[union-attr]
             enc = Encoder(sorts, env.principal, env.action, env.resource, context)
             try:
-                query = self.query(enc)
+                policies = [self.encode(enc, ps) for ps in (self.a, self.b) if ps is not None]
             except Unsupported as err:
                 return self.result(None, f"not proved: {err} is not encoded")
-            if query is None:
-                continue
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                return self.result(None, f"not proved: timed out after {self.timeout:g} s")
-            solver = self.z3.Solver()
-            solver.set("timeout", max(1, int(left * 1000)))
-            extra = self.assume(enc) if self.assume is not None else []
-            solver.add(
-                *enc.assumptions, *sorts.distinctness(), *enc.hierarchy_axioms(), *extra, query
-            )
-            answer = solver.check()
-            if answer == self.z3.unsat:
-                continue
-            if answer != self.z3.sat:
-                why = solver.reason_unknown()
-                if "timeout" in why or "canceled" in why or time.monotonic() >= self.deadline:
-                    return self.result(None, f"not proved: timed out after {self.timeout:g} s")
-                return self.result(None, f"not proved: the solver gave up ({why})")
-            return self.refuted(enc, sorts, solver.model())
+            found = self.solve(enc, sorts, policies)
+            if found is not None:
+                return found
         return self.result(
             True,
             f"proved: {_STATEMENT[self.prop]} for every request and entity store the schema "
             f"allows ({len(envs)} request environment{'s' if len(envs) != 1 else ''})",
         )
 
+    def solve(
+        self, enc: Encoder, sorts: Sorts, policies: list[list[_Encoded]]
+    ) -> ProofResult | None:
+        """``None`` when the property holds in this environment, else the answer.
+
+        Where the property only asks for requests that are allowed (``disjoint``,
+        ``always-denies``, the guard's), forbids are added lazily: without some of them more
+        is allowed, so a proof without them is a proof; a counterexample is re-evaluated with
+        every policy, and the forbids that stop it (or that error on it) join the next round.
+        """
+        z3 = self.z3
+        lazy = self.prop in _MONOTONE
+        included = {
+            p.policy.id
+            for encoded in policies
+            for p in encoded
+            if not lazy or p.policy.effect is Effect.PERMIT
+        }
+        background = [*enc.assumptions, *sorts.distinctness(), *enc.hierarchy_axioms()]
+        background += self.assume(enc) if self.assume is not None else []
+        while True:
+            query = self.query(policies, included)
+            if query is None:
+                return None
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                return self.result(None, f"not proved: timed out after {self.timeout:g} s")
+            solver = z3.Solver()
+            solver.set("timeout", max(1, int(left * 1000)))
+            solver.add(*background, query)
+            answer = solver.check()
+            if answer == z3.unsat:
+                return None
+            if answer != z3.sat:
+                why = solver.reason_unknown()
+                if "timeout" in why or "canceled" in why or time.monotonic() >= self.deadline:
+                    return self.result(None, f"not proved: timed out after {self.timeout:g} s")
+                return self.result(None, f"not proved: the solver gave up ({why})")
+            result = self.refuted(enc, sorts, solver.model())
+            if result.holds is not None or not lazy or result.counterexample is None:
+                return result
+            ce = result.counterexample
+            stopped = {*ce.first.reasons, *(e.policy_id for e in ce.first.errors)}
+            if ce.second is not None:
+                stopped |= {*ce.second.reasons, *(e.policy_id for e in ce.second.errors)}
+            added = sorted(stopped - included)
+            if not added:
+                return result
+            if len(added) > 1 and self.one_suffices(policies, included, added, background):
+                return None
+            included |= set(added)
+
+    def one_suffices(
+        self,
+        policies: list[list[_Encoded]],
+        included: set[str],
+        added: list[str],
+        background: list[Any],
+    ) -> bool:
+        """Whether one of the forbids ``added`` alone proves the property (each tried briefly:
+        one small forbid often settles what all of them together make hard)."""
+        z3 = self.z3
+        for policy_id in added:
+            left = self.deadline - time.monotonic()
+            query = self.query(policies, included | {policy_id})
+            if query is None:
+                return True
+            solver = z3.Solver()
+            solver.set("timeout", max(1, int(min(left / 2, _ONE_TRY) * 1000)))
+            solver.add(*background, query)
+            if solver.check() == z3.unsat:
+                return True
+        return False
+
     # -- the query -------------------------------------------------------------------------
 
-    def decisions(self, enc: Encoder, ps: PolicySet) -> tuple[Any, Any]:
-        """``(allowed, some policy errors)`` of ``ps`` as formulas."""
+    def encode(self, enc: Encoder, ps: PolicySet) -> list[_Encoded]:
+        """Each policy's condition in this environment (those that cannot apply left out)."""
         z3 = self.z3
-        permits: list[Any] = []
-        forbids: list[Any] = []
-        errors: list[Any] = []
+        out = []
         for policy in ps.active:
             try:
                 sym: Sym = enc.condition(policy_condition(policy))
             except Unsupported as err:
                 raise Unsupported(f"{err} (in policy `{ps.label(policy.id)}`)") from None
-            if z3.is_false(sym.v) and z3.is_false(sym.err):
+            if not (z3.is_false(sym.v) and z3.is_false(sym.err)):
+                out.append(_Encoded(policy, sym))
+        return out
+
+    def decisions(self, encoded: list[_Encoded], included: set[str]) -> tuple[Any, Any]:
+        """``(allowed, some policy errors)`` as formulas, of the ``included`` policies."""
+        z3 = self.z3
+        permits: list[Any] = []
+        forbids: list[Any] = []
+        errors: list[Any] = []
+        for p in encoded:
+            if p.policy.id not in included:
                 continue
-            satisfied = conj(z3, sym.v, neg(z3, sym.err))
-            (permits if policy.effect is Effect.PERMIT else forbids).append(satisfied)
-            errors.append(sym.err)
+            satisfied = conj(z3, p.sym.v, neg(z3, p.sym.err))
+            (permits if p.policy.effect is Effect.PERMIT else forbids).append(satisfied)
+            errors.append(p.sym.err)
         allowed = z3.And(z3.Or(False, *permits), z3.Not(z3.Or(False, *forbids)))
         return allowed, z3.Or(False, *errors)
 
-    def query(self, enc: Encoder) -> Any:
-        """A formula true exactly for the requests of this environment that refute ``prop``."""
+    def query(self, policies: list[list[_Encoded]], included: set[str]) -> Any:
+        """A formula true exactly for the requests of this environment that refute ``prop``
+        (with only the ``included`` policies)."""
         z3 = self.z3
-        allow_a, err_a = self.decisions(enc, self.a)
-        if self.b is not None:
-            allow_b, _ = self.decisions(enc, self.b)
+        allow_a, err_a = self.decisions(policies[0], included)
+        if len(policies) > 1:
+            allow_b, _ = self.decisions(policies[1], included)
         match self.prop:
             case "equivalent":
                 q = allow_a != allow_b
@@ -296,6 +363,15 @@ class _Prover:
 
 
 _OTHER_TOOLS = ("unknown-action", "invalid-action-application")
+_ONE_TRY = 10.0  # seconds for each forbid tried alone
+#: Properties that only ask for allowed requests: leaving a forbid out only allows more.
+_MONOTONE = ("disjoint", "always-denies", GUARD_DISJOINT)
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    policy: Policy
+    sym: Sym
 
 
 def _action_literals(ps: PolicySet | None) -> list[EntityUID]:
