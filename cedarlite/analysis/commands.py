@@ -32,6 +32,9 @@ EXIT_HOLDS, EXIT_REFUTED, EXIT_UNKNOWN = 0, 1, 3
 
 
 def _policies(path: str) -> PolicySet:
+    from ..shipped import resolve
+
+    path = resolve(path)
     if os.path.isdir(path):
         return PolicySet.from_dir(path)
     return PolicySet.from_file(path)
