@@ -18,7 +18,7 @@ from cedarlite.analysis import prove
 from cedarlite.analysis.equivalence import check_equivalence
 from cedarlite.analysis.prove import refutes
 from cedarlite.cli import main
-from cedarlite.entities import Entities
+from cedarlite.data.entities import Entities
 from cedarlite.errors import CedarliteError
 from cedarlite.schema import Schema
 
@@ -390,7 +390,7 @@ def test_a_principal_that_is_the_action_is_one_entity() -> None:
     # `Action::"x"` with others: two entries for one entity, refused as a duplicate and
     # reported as "N generated requests were refused: duplicate entity entry".
     from cedarlite.analysis.search import Space, _Case
-    from cedarlite.values import EntityUID
+    from cedarlite.data.values import EntityUID
 
     a = PolicySet.from_str(P('principal in Action::"g"'))
     space = Space(a, a, None, None)

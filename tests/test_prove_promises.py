@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from cedarlite import PolicySet
-from cedarlite.analysis.commands import prove_promises
+from cedarlite.analysis.promises import prove_promises
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ["cedarlite:paths", "cedarlite:exec-commands"]

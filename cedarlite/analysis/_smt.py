@@ -27,7 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..ast import (
+from ..data.ext import FUNCTIONS, Datetime, Decimal, Duration, IPAddr
+from ..data.values import EntityUID
+from ..errors import CedarliteError
+from ..lang.ast import (
     And,
     Arith,
     Binary,
@@ -50,8 +53,6 @@ from ..ast import (
     Variable,
     is_action_type,
 )
-from ..errors import CedarliteError
-from ..ext import FUNCTIONS, Datetime, Decimal, Duration, IPAddr
 from ..schema.model import Schema
 from ..schema.types import (
     BOOL,
@@ -67,7 +68,6 @@ from ..schema.types import (
     SetType,
     StringType,
 )
-from ..values import EntityUID
 
 _SORTS = itertools.count()
 MAX_CHAR = 0x2FFFF  # the largest character z3's strings hold

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..entities import Entities
+from ..data.entities import Entities
 from ..errors import CedarliteError
 from ..policyset import PolicySet
 from .results import Counterexample, Equivalence

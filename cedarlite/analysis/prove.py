@@ -26,11 +26,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..ast import Effect, Lit, Policy, is_action_type, walk
 from ..authorizer import Decision, Response, is_authorized
-from ..entities import Entities
+from ..data.entities import Entities
+from ..data.ext import Datetime, Decimal, Duration, IPAddr
+from ..data.values import CedarSet, EntityUID, to_json_value
 from ..errors import CedarliteError
-from ..ext import Datetime, Decimal, Duration, IPAddr
+from ..lang.ast import Effect, Lit, Policy, is_action_type, walk
 from ..policyset import PolicySet
 from ..schema.model import Schema
 from ..schema.types import (
@@ -44,7 +45,6 @@ from ..schema.types import (
     StringType,
 )
 from ..schema.validator import Validator, policy_condition
-from ..values import CedarSet, EntityUID, to_json_value
 from ._smt import Encoder, Sorts, Sym, Unsupported, conj, neg, z3mod
 
 __all__ = ["PROPERTIES", "ProofCounterexample", "ProofResult", "prove"]

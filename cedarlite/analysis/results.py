@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..authorizer import Decision, Response
+from ..data.values import EntityUID, to_cedar
 from ..errors import CedarliteError
-from ..values import EntityUID, to_cedar
 
 __all__ = ["Counterexample", "Equivalence"]
 
@@ -107,7 +107,7 @@ class Equivalence:
 
 
 def cedar_json(obj: Any) -> str:
-    from ..entities import value_from_json
+    from ..data.jsonvalue import value_from_json
 
     try:
         return to_cedar(value_from_json(obj, "value"))

@@ -2,7 +2,7 @@
 its hook JSON), one process per tool call.
 
 Claude Code runs the command for every ``PreToolUse`` event with the event as one JSON object
-on stdin and reads the answer from stdout (agent-hosts spec §1). The hook:
+on stdin and reads the answer from stdout (docs/hosts.md). The hook:
 
 1. reads the event (at most :data:`MAX_INPUT` bytes) and maps the host's tool and arguments to
    OpenClaw's (:mod:`cedarlite.hosts.mapping`; MCP tools join the run's catalog when called);
@@ -37,13 +37,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from .. import _cache_dir, _log
 from .._sha import sha256
-from ..entities import load_json
+from .._version import __version__
+from ..data.jsonvalue import load_json
 from ..errors import CacheError, CedarliteError
-from ..hooks import Guard, Outcome
-from ..hooks.sqlite_store import SQLiteSessionStore
+from ..guard import Guard, Outcome
+from ..guard.sqlite_store import SQLiteSessionStore
 from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
-from .mapping import HostMapping, MappedCall, MappingError, absolute_path, clean_path
+from .mapping import (
+    HostMapping,
+    MappedCall,
+    MappingError,
+    absolute_path,
+    clean_path,
+    find_paths,
+)
 
 if TYPE_CHECKING:
     from ..policyset import PolicySet
@@ -77,7 +85,10 @@ CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
 _MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_SNAPSHOT_FORMAT = 4  # 4: guards share per-tool call entities across run contexts
+# 4: guards share per-tool call entities across run contexts; 5: every tool's input type holds
+# absolutePath and inWorkspace; 6: the guard and the classes it holds moved to cedarlite.guard,
+# .data and .engine (a pickle names classes by module)
+_SNAPSHOT_FORMAT = 6
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
@@ -99,9 +110,10 @@ class HookError(CedarliteError):
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
 # where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
 class HookConfig(NamedTuple):
-    """A hook configuration file, read: the tools ``config`` (spec §4.1), extra ``tools`` of
-    the run (spec §4.2: MCP tools with parameter schemas, say), the run ``context`` (spec
-    §4.3) and the tool ``mapping``, with the rule files' paths and texts."""
+    """A hook configuration file, read: the tools ``config`` (docs/tool-policy.md §4.1), extra
+    ``tools`` of the run (docs/tool-policy.md §4.2: MCP tools with parameter schemas, say), the run
+    ``context``     (docs/tool-policy.md §4.3) and the tool ``mapping``, with the rule files'
+    paths and     texts."""
 
     path: str
     text: str
@@ -126,6 +138,7 @@ class HookConfig(NamedTuple):
         wrapped = "config" in data
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
+            # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
             from .._jsonloc import json_span
 
             span = json_span(text, loc, key=True)
@@ -137,6 +150,7 @@ class HookConfig(NamedTuple):
         if wrapped:
             for key in data:
                 if key not in CONFIG_KEYS:
+                    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
                     from ..tools.lint import did_you_mean
 
                     raise fail((key,), f"unknown key `{key}`", did_you_mean(key, CONFIG_KEYS))
@@ -159,7 +173,7 @@ class HookConfig(NamedTuple):
         try:
             mapping = HostMapping.claude_code(host.get("tools"))
         except MappingError as err:
-            raise HookError(err.message, source=path, help=err.help) from None
+            raise fail(("claudeCode", "tools", *err.loc), err.message, err.help) from None
         texts = tuple((p, _read(p, "rules")) for p in (_shipped(r) for r in rules))
         return cls(
             path,
@@ -173,11 +187,11 @@ class HookConfig(NamedTuple):
         )
 
     def catalog(
-        self, call: MappedCall | None, named: Sequence[str] = ()
+        self, call: MappedCall | None, named: Sequence[str] = (), calls: Sequence[MappedCall] = ()
     ) -> list[Mapping[str, Any]]:
         """The run's tools: the host's built-ins, the configuration's ``tools`` (which replace
         built-ins of the same name), the MCP tools ``named`` by the rules, and the called tool
-        when it is none of these."""
+        (and the other ``calls``' tools: a replay's) when it is none of these."""
         tools: dict[str, Mapping[str, Any]] = {t["name"]: t for t in self.mapping.catalog()}
         for t in self.tools:
             tools.pop(t["name"], None)
@@ -187,12 +201,26 @@ class HookConfig(NamedTuple):
             if name not in names:
                 out.append({"name": name, "pluginId": BUNDLE_MCP})
                 names.add(name)
-        if call is not None and call.tool not in names:
-            out.append(call.tool_entry())
+        for c in (call, *calls) if call is not None else calls:
+            if c.tool not in names:
+                out.append(c.tool_entry())
+                names.add(c.tool)
         return out
+
+    def check(self) -> None:
+        """Raise for the mistakes reading leaves to the build of a guard (not paid on every
+        call): in the argument maps (:meth:`HostMapping.check`) and in the ``tools`` entries
+        (a ``pluginid``: :func:`~cedarlite.tools.lint.tool_issues`)."""
+        # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
+        from ..tools import ToolCatalog
+        from ..tools.lint import raise_errors, tool_issues
+
+        self.mapping.check()
+        raise_errors(tool_issues(ToolCatalog.from_tools(self.tools)), "tool list")
 
     def rule_sets(self) -> list[PolicySet]:
         """The rule files, parsed (one set per file; errors name the file)."""
+        # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
         from ..policyset import PolicySet
 
         return [PolicySet.from_str(text, path) for path, text in self.rules]
@@ -230,22 +258,31 @@ class HookConfig(NamedTuple):
     def located(self, err: CedarliteError) -> CedarliteError:
         """An error of the tools layer, located: a configuration or context finding in this
         file (rule errors are located in theirs already)."""
+        # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
         from .._jsonloc import json_span
         from ..tools import ConfigError
 
         if isinstance(err, ConfigError) and err.issues:
             issue = next((i for i in err.issues if i.severity == "error"), err.issues[0])
             loc = tuple(issue.loc)
-            loc = loc if loc[:1] == ("context",) and self.at else (*self.at, *loc)
+            top = loc[:1] == ("context",) or issue.in_tool_list  # beside `config`, not in it
+            loc = loc if top and self.at else (*self.at, *loc)
             return issue.to_error(self.text, self.path, json_span(self.text, loc, key=issue.on_key))
+        if isinstance(err, MappingError) and err.loc:
+            loc = ("claudeCode", "tools", *err.loc)
+            span = json_span(self.text, loc, key=not isinstance(loc[-1], int))
+            return HookError(
+                err.message, span=span, text=self.text, source=self.path, help=err.help
+            )
         return err
 
 
 def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
     """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known only
     when Claude calls them, which rules may guard before the first call."""
-    from ..ast import Lit, walk
-    from ..values import EntityUID
+    # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
+    from ..data.values import EntityUID
+    from ..lang.ast import Lit, walk
 
     found: dict[str, None] = {}
     for ps in rules:
@@ -259,7 +296,7 @@ def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
 
 
 def _mcp(name: str) -> bool:
-    """``<server>__<tool>`` in the characters of spec §6.4."""
+    """``<server>__<tool>`` in the characters of docs/tool-policy.md §6.4."""
     return "__" in name.strip("_") and all(c in _MCP_CHARS for c in name)
 
 
@@ -267,6 +304,7 @@ def _shipped(reference: str) -> str:
     """A rules file reference: ``cedarlite:NAME`` is a shipped policy file."""
     if not reference.startswith("cedarlite:"):
         return reference
+    # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
     from ..shipped import resolve
 
     return resolve(reference)
@@ -304,8 +342,6 @@ def guard_key(config: HookConfig, tools: Sequence[Any], context: Mapping[str, An
     """The key of the guard built from these inputs by this cedarlite: the tools
     configuration, the catalog, the run context and the rules' texts (not their paths: a
     guard decides alike whichever path named them)."""
-    from .._version import __version__
-
     data = [
         _SNAPSHOT_FORMAT,
         __version__,
@@ -337,6 +373,7 @@ def load_guard(
         except Exception:  # a damaged or foreign entry (any failure to load): build again
             log.info("rebuilding the damaged guard entry %s", entry)
     # Built from the rule texts of the key (each file read and parsed once).
+    config.check()
     sets = config.rule_sets()
     tools = config.catalog(call, named_mcp_tools(sets))
     guard = Guard(config.config, tools, context, rules=sets or None, strict=True)
@@ -581,6 +618,7 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
             event.get("tool_input"),
             cwd=event.get("cwd"),
             mcp_server=event.get("mcp_server"),
+            workspace=os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd"),
         )
     except MappingError as err:
         raise HookError(err.message) from None
@@ -602,9 +640,8 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
         if options.decision_log is not None:
             guard.open_decision_log(options.decision_log)
         calls = _calls(event, len(call.params))
-        if refused is not None:  # logged like any decision; the reason names the file
-            for params, c in zip(call.params, calls, strict=True):
-                guard.refuse(call.tool, params, c, reason=refused)
+        if refused is not None:  # logged once, like any decision; the reason names the file
+            guard.refuse(call.tool, call.params[0], _calls(event, 1)[0], reason=refused)
             return _pre_json("deny", f"cedarlite: blocked: {refused}")
         if name == PRE:
             outcomes = [
@@ -626,31 +663,33 @@ def protected_write(options: HookOptions, event: Mapping[str, Any], directory: s
     would not): a write (:data:`WRITE_TOOLS`; an MCP tool, whatever it does, with any string
     argument naming the file) to the hook's configuration, rules or decision log, into its
     state directory or cedarlite's cache (which hold built guards, pickles), or to a Claude
-    Code settings file (``.claude/settings*.json``: where hooks are registered). Paths are
-    compared cleaned, absolute (relative ones in the call's ``cwd``) and case-folded, and for
-    the built-in write tools with symbolic links resolved."""
+    Code settings file (``.claude/settings*.json``: where hooks are registered). Every path the
+    call names counts, at any depth of its arguments (:func:`~.mapping.find_paths`; for an MCP
+    tool every string). Paths are compared cleaned, absolute (relative ones in the call's
+    ``cwd``) and case-folded, both with ``..`` resolved as text and as the file system
+    resolves them (symbolic links first, then ``..``)."""
     tool, tool_input = event.get("tool_name"), event.get("tool_input")
     if not isinstance(tool_input, Mapping) or not isinstance(tool, str):
         return None
     follow = tool in WRITE_TOOLS
-    if follow:
-        value = tool_input.get(WRITE_TOOLS[tool])
-        targets = [value] if isinstance(value, str) else []
-    elif tool.startswith("mcp__"):
-        targets = [v for v in tool_input.values() if isinstance(v, str) and len(v) <= _PATH_MAX]
-    else:
+    if not follow and not tool.startswith("mcp__"):
         return None
+    try:
+        found = find_paths(tool_input, every_string=not follow)
+    except MappingError:
+        return None  # the mapping refuses the call with its own message
+    targets = [t for _, t in found if len(t) <= _PATH_MAX]
     if not targets:
         return None
     files, dirs = _protected(options, directory)
     cwd = event.get("cwd")
     if not follow and not _inside(cwd, dirs):
-        # A protected path names its file or directory (symbolic links aside, which only
-        # the built-in write tools follow): skip the arguments that cannot, cheaply.
+        # A protected path names its file or directory (or holds the name of the link to
+        # it, or `..` after one): skip the arguments that cannot, cheaply.
         names = {"settings", *(k.rpartition("/")[2] for k in (*files, *dirs))}
-        targets = [t for t in targets if any(n in t.casefold() for n in names)]
+        targets = [t for t in targets if ".." in t or any(n in t.casefold() for n in names)]
     for target in targets:
-        what = _protected_by(target, cwd, files, dirs, follow)
+        what = _protected_by(target, cwd, files, dirs)
         if what is not None:
             shown = target if len(target) <= 200 else target[:200] + "..."
             return (
@@ -696,7 +735,7 @@ def _under(key: str, dirs: Mapping[str, str]) -> str | None:
 
 
 def _protected_by(
-    target: str, cwd: Any, files: Mapping[str, str], dirs: Mapping[str, str], follow: bool
+    target: str, cwd: Any, files: Mapping[str, str], dirs: Mapping[str, str]
 ) -> str | None:
     """What protected file ``target`` is, if any (see :func:`protected_write`)."""
     if target.startswith("~"):
@@ -706,9 +745,11 @@ def _protected_by(
     if len(path) > _PATH_MAX or "\x00" in path:
         return None  # no file has this name
     forms = [path]
-    if follow and path.startswith("/"):
+    # As the OS opens it: `link/../x` is `x` beside the link's target, not beside the link.
+    raw = target if target.startswith("/") or not isinstance(cwd, str) else f"{cwd}/{target}"
+    if raw.startswith("/"):
         with contextlib.suppress(OSError, ValueError):
-            forms.append(os.path.realpath(path))
+            forms.append(os.path.realpath(raw))
     for form in forms:
         key = form.casefold()
         if key in files:
@@ -794,6 +835,7 @@ def settings(
     Files are named by absolute paths, or, inside the directory ``project``, relative to
     ``"$CLAUDE_PROJECT_DIR"`` (which Claude Code sets for its hooks).
     """
+    # lazy on purpose: only --print-settings quotes commands
     import shlex
 
     def where(path: str) -> str:

@@ -1,11 +1,11 @@
 """The policy of one MCP server's tools: what ``tools/list`` shows and which ``tools/call`` runs.
 
 Both MCP adapters (the SDK middleware of :mod:`cedarlite.hosts.mcp` and the stdio proxy of
-:mod:`cedarlite.hosts.mcp_proxy`) put a server's tools under a :class:`McpGate`. The gate knows
-the server's tools only from its ``tools/list`` answers: each tool enters the run's catalog as
-the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``, names cleaned as in spec §6.4 by
-:func:`cedarlite.tools.catalog.mcp_tools`) with its ``inputSchema`` as parameter schema, so
-argument rules (``resource.path``) apply to it. When the tools change, the gate builds a new
+:mod:`cedarlite.hosts.mcp_proxy`) put a server's tools under a :class:`McpGate`. The gate knows the
+server's tools only from its ``tools/list`` answers: each tool enters the run's catalog as the MCP
+tool ``<server>__<tool>`` (plugin ``bundle-mcp``, names cleaned as in docs/tool-policy.md §6.4 by
+:func:`cedarlite.tools.catalog.mcp_tools`) with its ``inputSchema`` as parameter schema, so argument
+rules (``resource.path``) apply to it. When the tools change, the gate builds a new
 :class:`~cedarlite.hooks.Guard` over them (session state, ``allow-always`` approvals and the
 decision log carry over); every call is then decided by the guard, ``ask`` answers going to an
 approver the adapter supplies (MCP elicitation).
@@ -28,14 +28,16 @@ from typing import Any
 
 from .._log import get_logger
 from ..errors import CedarliteError
-from ..hooks import _json
-from ..hooks.approvals import ApprovalRequest
-from ..hooks.decision_log import DecisionLog
-from ..hooks.guard import Guard, Outcome
-from ..hooks.state import MemorySessionStore, SessionStore
+from ..guard import _json
+from ..guard.approvals import ApprovalRequest
+from ..guard.decision_log import DecisionLog
+from ..guard.outcome import Outcome
+from ..guard.pipeline import Guard
+from ..guard.state import MemorySessionStore, SessionStore
 from ..policyset import PolicySet
 from ..tools.catalog import mcp_tools
 from ..tools.resolve import EmptyAllowlistError, ToolPolicy
+from .mapping import MappingError, path_calls
 
 log = get_logger("cedarlite.hosts")
 
@@ -89,8 +91,8 @@ class McpGate:
 
     ``config`` is an OpenClaw-style tools configuration (a dict), ``rules`` extra Cedar (a
     :class:`~cedarlite.PolicySet`, Cedar text or ``.cedar`` paths), ``context`` the run context
-    (spec §4.3), ``server`` the server name used in tool names (``None``: learnt from the
-    handshake with :meth:`learn_server`), ``decision_log`` a path for the guard's decision log.
+    (docs/tool-policy.md §4.3), ``server`` the server name used in tool names (``None``: learnt from
+    the handshake with :meth:`learn_server`), ``decision_log`` a path for the guard's decision log.
 
     The configuration, context, rules and decision log are checked here, so mistakes surface
     before any message flows: :class:`~cedarlite.tools.ConfigError`,
@@ -119,6 +121,8 @@ class McpGate:
         self._store = session_store if session_store is not None else MemorySessionStore()
         self._server = server if isinstance(server, str) and server.strip() else None
         self.session = f"mcp:{uuid.uuid4().hex[:16]}"
+        #: The directory relative paths are judged in, and the workspace (the process's).
+        self.cwd: str | None = _cwd()
         self._tools: dict[str, tuple[str, Mapping[str, Any]]] = {}
         self._listing: dict[str, tuple[str, Mapping[str, Any]]] = {}  # a listing in progress
         self._built: dict[str, str] | None = None  # the tools the current state was built for
@@ -160,8 +164,8 @@ class McpGate:
     def _build(self) -> None:
         """A new guard over the tools known now (or the reason there is none).
 
-        Tools whose names collide (:attr:`~cedarlite.tools.catalog.McpTool.collides_with`)
-        stay in the guard's catalog under their spec §6.4 names, so rules naming them still
+        Tools whose names collide (:attr:`~cedarlite.tools.catalog.McpTool.collides_with`) stay in
+        the guard's catalog under their docs/tool-policy.md §6.4 names, so rules naming them still
         validate; a strict gate neither offers nor runs them, a lenient one uses those names
         (``delete_note`` becomes ``notes__delete_note-2`` beside ``Delete_Note``)."""
         self._guard, self._offered, self._names, self._clashes = None, frozenset(), {}, {}
@@ -321,13 +325,18 @@ class McpGate:
         if clash is not None:
             reason = f"Tool call blocked: {self._clash(name, clash)}; rename them on the server."
             return Verdict(False, tool, reason)
+        try:  # one decision per file or directory the arguments name, at any depth
+            calls = path_calls({} if arguments is None else arguments, self.cwd)
+        except MappingError as err:
+            return Verdict(False, tool, f"Tool call blocked: {err.message}.")
         asked: list[ApprovalRequest] = []
         token = _ASKING.set((ask, asked))
         try:
             call = {"sessionKey": session or self.session, "toolCallId": call_id}
-            outcome = await guard.abefore_tool_call(
-                tool, {} if arguments is None else arguments, call
-            )
+            for params in calls:
+                outcome = await guard.abefore_tool_call(tool, params, call)
+                if not outcome.allowed:
+                    break
         finally:
             _ASKING.reset(token)
         if outcome.allowed:
@@ -445,6 +454,13 @@ def form_elicitation(capabilities: Any) -> bool:
     if not isinstance(elicitation, Mapping):
         return False
     return "form" in elicitation or "url" not in elicitation
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # removed meanwhile: relative paths are judged as they are
+        return None
 
 
 def _keys(tools: Mapping[str, tuple[str, Any]]) -> dict[str, str]:

@@ -50,7 +50,7 @@ from typing import Any
 
 from .._log import get_logger
 from ..errors import CedarliteError
-from ..hooks.approvals import ApprovalRequest
+from ..guard.approvals import ApprovalRequest
 from .mcp_gate import (
     APPROVAL_SCHEMA,
     McpGate,
@@ -563,6 +563,11 @@ class McpProxy:
         await self._send_upstream(line)
 
     async def _client_notification(self, method: str, msg: dict[str, Any], line: bytes) -> None:
+        if method == "tools/call":
+            # A call without `id` is no request: nothing could carry a denial back, and a
+            # call relayed undecided would run. Dropped, whatever the tool.
+            log.warning("cedarlite mcp-proxy: dropped a `tools/call` without `id`")
+            return
         if method == "notifications/cancelled":
             params = msg.get("params")
             key = _key(params.get("requestId")) if isinstance(params, Mapping) else None

@@ -29,9 +29,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..entities import load_json
+from ..data.jsonvalue import load_json
 from ..errors import CedarliteError
-from ..hooks.decision_log import policy_hash
+from ..guard.decision_log import policy_hash
 from ..policyset import PolicySet
 from ..tools import ToolCatalog, ToolPolicy
 from ..tools.catalog import tool_list as tool_list_of
@@ -76,6 +76,7 @@ def replay(
     rules: PolicySet | str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
     *,
     tools: Iterable[Mapping[str, Any]] | None = None,
+    catalog: Callable[[list[dict[str, Any]]], list[Mapping[str, Any]]] | None = None,
     scheduler: Any = None,
     workers: int | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -91,13 +92,14 @@ def replay(
     compressed: ``.gz``, ``.bz2``, ``.xz``...). ``config``: the new tools configuration (an
     object, its JSON text, or a path to a JSON file). ``rules``: the new argument rules, as a
     :class:`~cedarlite.hooks.Guard` takes them. ``tools``: the run's tool list; without it the
-    catalog is the tools the log shows the logged runs had (see the README, "Impact of a
-    policy change"). ``scheduler``: ``None`` (or ``"processes"``) for Dask's local
-    multiprocessing scheduler with ``workers`` processes (default: the CPU count); ``"sync"``
-    for Dask's synchronous scheduler in this process (small logs, debugging); or a
-    ``dask.distributed`` address (``"tcp://host:8786"``) or ``Client``. ``out``: a directory
-    to write ``changes.jsonl``, ``undecidable.jsonl``, ``summary.json`` (and
-    ``changes.parquet`` when pyarrow is installed) into. ``progress(phase, done, total,
+    catalog is the tools the log shows the logged runs had (see the README, "Impact of a policy
+    change"), or, with ``catalog``, what ``catalog`` makes of those (the run's tool list as a
+    host builds it: :func:`~cedarlite.impact.hook.hook_catalog`). ``scheduler``: ``None`` (or
+    ``"processes"``) for Dask's local multiprocessing scheduler with ``workers`` processes
+    (default: the CPU count); ``"sync"`` for Dask's synchronous scheduler in this process (small
+    logs, debugging); or a ``dask.distributed`` address (``"tcp://host:8786"``) or ``Client``.
+    ``out``: a directory to write ``changes.jsonl``, ``undecidable.jsonl``, ``summary.json``
+    (and ``changes.parquet`` when pyarrow is installed) into. ``progress(phase, done, total,
     lines)`` is called as partitions complete (``phase``: ``"tools"`` for the pass that finds
     the catalog, then ``"replay"``).
 
@@ -121,11 +123,14 @@ def replay(
     with _Runner.start(scheduler, workers) as runner:
         if blocksize is None:
             blocksize = auto_blocksize(files, runner.workers)
-        if given is None:
-            catalog = "the tools the log shows"
-            tool_list = _tools_from_log(runner, files, blocksize, max_line, progress)
+        if given is not None:
+            shown, tool_list = "given", given
         else:
-            catalog, tool_list = "given", given
+            shown = "the tools the log shows"
+            tool_list = _tools_from_log(runner, files, blocksize, max_line, progress)
+            if catalog is not None:
+                shown = "the host's, with the tools the log shows"
+                tool_list = [dict(t) for t in tool_list_of(catalog(tool_list))]
         policy = ToolPolicy(config_value, tool_list, strict=strict)
         # The workers take the rules as validated against this catalog (`checked`: they do
         # not validate them again) and start on the log while they are validated here: no
@@ -159,7 +164,7 @@ def replay(
                     progress("replay", done, len(tasks), builder.lines)
             report = builder.report(
                 policy_hash=policy_hash(config_value, tool_list, canonical),
-                catalog=f"{catalog}, {len(policy.catalog.registered):,} tools",
+                catalog=f"{shown}, {len(policy.catalog.registered):,} tools",
                 notes=notes,
             )
             report = replace(
@@ -180,6 +185,7 @@ def auto_blocksize(files: Sequence[str], workers: int) -> int:
     """The default block size: :data:`PARTITIONS_PER_WORKER` partitions per worker of the
     plain files' total size, between :data:`MIN_BLOCKSIZE` and :data:`BLOCKSIZE` (a
     compressed file is one partition, read as a stream)."""
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     from fsspec.utils import infer_compression
 
     total = 0
@@ -329,6 +335,7 @@ def block_spans(size: int, blocksize: int, tail: int) -> list[tuple[int, int]]:
 
 
 def _read_block(path: str, offset: int, length: int) -> bytes:
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     from fsspec.utils import read_block
 
     with open(path, "rb") as f:
@@ -340,6 +347,7 @@ def _partitions(
 ) -> tuple[list[Any], list[str]]:
     """One Dask task per partition of each file's bag of lines, mapped with ``fn(lines, path,
     *args)``; and each task's file."""
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     import dask.bag as db
     from dask import delayed
     from fsspec.core import open_files
@@ -419,6 +427,8 @@ class _Runner:
 
     @classmethod
     def _local(cls, workers: int) -> _Runner:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         import concurrent.futures
 
         import dask
@@ -446,6 +456,8 @@ class _Runner:
 
     @classmethod
     def _synchronous(cls) -> _Runner:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         import concurrent.futures
 
         import dask
@@ -465,6 +477,8 @@ class _Runner:
 
     @classmethod
     def _distributed(cls, scheduler: Any) -> _Runner:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         from distributed import Client
 
         if isinstance(scheduler, Client):
@@ -496,6 +510,7 @@ class _Runner:
     def _results(
         self, pending: deque[tuple[Any, str]], ahead: Iterator[tuple[Any, str]], kind: type
     ) -> Iterator[Any]:
+        # lazy on purpose: only local worker processes can break
         from concurrent.futures.process import BrokenProcessPool
 
         while pending:
@@ -531,6 +546,7 @@ def _process_context() -> Any:
     Python has one fork server per process: the modules are added to its preload list
     (kept with ``__main__`` and any the program set), which counts when it starts; a
     server the program already started serves as it is (its workers import them)."""
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     import multiprocessing
     from multiprocessing import forkserver
 
@@ -596,6 +612,8 @@ class _Outputs:
         except OSError as err:
             raise ReplayError(f"cannot write to `{self.directory}`: {err.strerror}") from None
         try:
+            # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+            # loads it
             import pyarrow.parquet as pq
         except ImportError:
             self.parquet = None
@@ -616,6 +634,8 @@ class _Outputs:
             self._parquet(result.changes, path, first)
 
     def _parquet(self, rows: list[dict[str, Any]], path: str, first: int) -> None:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         import pyarrow as pa
 
         columns: dict[str, list[Any]] = {name: [] for name in PARQUET_SCHEMA_FIELDS}
@@ -640,6 +660,8 @@ class _Outputs:
         if self.directory is None:
             return
         if self.parquet is not None and self.parquet_writer is None:
+            # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+            # loads it
             import pyarrow as pa
 
             empty = pa.table({n: [] for n in PARQUET_SCHEMA_FIELDS}, schema=_parquet_schema())
@@ -694,6 +716,7 @@ PARQUET_SCHEMA_FIELDS = (
 
 
 def _parquet_schema() -> Any:
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     import pyarrow as pa
 
     text = pa.string()

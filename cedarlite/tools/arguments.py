@@ -31,19 +31,33 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..entities import check_json_limits, json_kind, preview
+from ..data.ext.decimal import Decimal
+from ..data.jsonvalue import check_json_limits, json_kind, preview
+from ..data.values import I64_MAX, I64_MIN, CedarSet, Record
 from ..errors import CedarliteError
-from ..ext.decimal import Decimal
-from ..values import I64_MAX, I64_MIN, CedarSet, Record
 from .catalog import ToolsError
 
 #: Argument names that hold paths or locations in common tools, those the shipped ``paths``
-#: rules guard (``absolutePath`` is the hook's absolute form of ``path``): declared optional
-#: ``String`` attributes of plugin and MCP tools whose schema allows arguments it does not
-#: declare (:func:`cedarlite.tools.params.input_type`).
+#: rules guard (``absolutePath`` is the adapters' absolute form of the path judged): declared
+#: optional ``String`` attributes of plugin and MCP tools whose schema allows arguments it does
+#: not declare (:func:`cedarlite.tools.params.input_type`).
 PATH_ARGUMENTS: tuple[str, ...] = (
     "path", "absolutePath", "file_path", "filePath", "file", "directory", "cwd", "workdir", "url",
 )  # fmt: skip
+
+#: The attributes the host adapters set beside a call's arguments for the path they judge
+#: (:func:`cedarlite.hosts.mapping.path_calls`): the ``String`` absolute form and the
+#: ``Bool`` "inside the workspace". They are no parameters of the tool: a schema that refuses
+#: undeclared arguments does not refuse them, and they are in the record when well typed.
+PATH_ATTRIBUTES: tuple[tuple[str, type], ...] = (("absolutePath", str), ("inWorkspace", bool))
+
+#: The attribute of an ``exec`` call that lists its command's short options, one letter each
+#: (:func:`short_options`).
+SHORT_OPTIONS = "shortOptions"
+
+# Characters the shell removes from a word before the program sees it (`"-q"o`, `\-qo`,
+# `$'-qo'` are all `-qo`).
+_QUOTES = str.maketrans("", "", "\"'\\$")
 
 # The kinds of a check.
 UNTYPED, STRING, BOOL, LONG, DECIMAL, SET, RECORD, TEXT = range(8)
@@ -75,6 +89,9 @@ class ArgumentPlan(NamedTuple):
     tool: str
     record: RecordCheck | None
     declared: frozenset[str] | None
+    #: Whether the call's ``command`` is a shell command whose short options rules read
+    #: (:data:`SHORT_OPTIONS`: ``exec``).
+    command: bool = False
 
     def convert(self, params: Any) -> Record:
         """The typed record of a call's arguments (``None``: no arguments); raises
@@ -84,16 +101,52 @@ class ArgumentPlan(NamedTuple):
         elif params.__class__ is not dict and not isinstance(params, Mapping):
             raise ToolArgumentError(f"arguments of tool `{self.tool}` must be a JSON object")
         check_json_limits(params, lambda: f"arguments of tool `{self.tool}`", ToolArgumentError)
+        added = {}
+        if "absolutePath" in params or "inWorkspace" in params:
+            for name, kind in PATH_ATTRIBUTES:
+                value = params.get(name)
+                if isinstance(value, kind):
+                    added[name] = value
+            closed = self.record[2] if self.record is not None else None
+            if closed is not None:  # a schema that refuses others: not these, unless declared
+                params = {k: v for k, v in params.items() if k not in added or k in closed}
         record = Record() if self.record is None else _record(params, self.record, "", self.tool)
+        if added:
+            record = Record({**record, **added})
         declared = self.declared
-        if declared is None or declared.issuperset(params):
-            return record
-        other = {
-            k: v
-            for k, v in params.items()
-            if v.__class__ is str and k.__class__ is str and k not in declared
-        }
-        return Record({**record, **other}) if other else record
+        if declared is not None and not declared.issuperset(params):
+            other = {
+                k: v
+                for k, v in params.items()
+                if v.__class__ is str and k.__class__ is str and k not in declared
+            }
+            if other:
+                record = Record({**record, **other})
+        if self.command:
+            command = record.get("command")
+            if command.__class__ is str:  # derived from the command: never what a call says
+                record = Record({**record, SHORT_OPTIONS: short_options(command)})
+        return record
+
+
+def short_options(command: str) -> CedarSet:
+    """The short options of a shell command, each letter of every cluster as ``-x``:
+    ``pytest -qo x`` holds ``-q`` and ``-o``, as the program reads it.
+
+    A word counts after the shell's quotes are removed (``"-qo"``). Every letter of a cluster
+    counts up to an ``=``, even those that are the value of an option before them
+    (``-kfoo`` holds ``-o``): which options take a value is each program's business, and a
+    forbid on an option must not miss it. ``--long`` options are not listed. Linear time.
+    """
+    found: set[str] = set()
+    for word in command.split():
+        if "-" not in word:
+            continue
+        word = word.translate(_QUOTES)
+        if len(word) < 2 or word[0] != "-" or word[1] == "-":
+            continue
+        found.update("-" + c for c in word[1:].partition("=")[0])
+    return CedarSet(found)
 
 
 def _where(path: str, tool: str) -> str:

@@ -1,4 +1,5 @@
-"""Tool parameters: the schema provider of calls, and provider schema normalization (spec §12).
+"""Tool parameters: the schema provider of calls, and provider schema normalization
+(docs/tool-policy.md §12).
 
 A tool's parameter JSON schema describes the **resource of a call**: the call's arguments become
 typed attributes of an entity ``Call::<tool>::"<call id>"`` (``resource.command``,
@@ -22,7 +23,7 @@ tool with such a schema declares the path-like names of the shipped rules
 (:data:`PATH_ARGUMENTS`) as optional strings, so that ``resource has path && resource.path
 like "..."`` validates for it (:func:`input_type`).
 
-The second half is the normalization of spec §12, plain Python on JSON schemas:
+The second half is the normalization of docs/tool-policy.md §12, plain Python on JSON schemas:
 :func:`normalize_tool_parameters` (top-level shapes, flattening ``anyOf``/``oneOf``),
 :func:`clean_for_gemini` and :func:`strip_unsupported_schema_keywords`.
 """
@@ -38,8 +39,9 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from ..ast import RESERVED
-from ..entities import Entity
+from ..data.entities import Entity
+from ..data.values import EntityUID, Record
+from ..lang.ast import RESERVED
 from ..schema.defs import ActionDef, AppliesTo, EntityTypeDef
 from ..schema.model import Schema
 from ..schema.types import (
@@ -52,7 +54,6 @@ from ..schema.types import (
     RecordType,
     SetType,
 )
-from ..values import EntityUID, Record
 from . import arguments
 from .arguments import PATH_ARGUMENTS as PATH_ARGUMENTS  # re-exported
 from .arguments import ArgumentPlan, Check, RecordCheck
@@ -243,18 +244,27 @@ def allows_other_arguments(schema: Any) -> bool:
     return not isinstance(schema, Mapping) or schema.get("additionalProperties") is not False
 
 
-def input_type(schema: Mapping[str, Any] | None, plugin: bool = False) -> RecordType:
+def input_type(
+    schema: Mapping[str, Any] | None, plugin: bool = False, command: bool = False
+) -> RecordType:
     """The record type of a tool's arguments: its parameters with a Cedar type and, when the
     schema allows other arguments (whose string values are attributes too), optional strings
     for the names rules commonly read: :data:`PATH_ARGUMENTS` for a ``plugin`` tool (MCP
-    servers and plugins, whose schemas often say little), ``absolutePath`` beside a ``path``
-    (the absolute form the Claude Code hook adds)."""
+    servers and plugins, whose schemas often say little); and on every tool the attributes the
+    host adapters add for the path they judge, ``absolutePath`` and ``inWorkspace``
+    (:data:`cedarlite.tools.arguments.PATH_ATTRIBUTES`). A ``command`` tool
+    (:func:`runs_commands`) has the optional set :data:`~cedarlite.tools.arguments.SHORT_OPTIONS`
+    too."""
     record = (_record(schema) if schema is not None else None) or RecordType()
-    if not allows_other_arguments(schema):
-        return record
     attrs = dict(record.attributes)
-    for name in PATH_ARGUMENTS if plugin else ("absolutePath",) if "path" in attrs else ():
-        attrs.setdefault(name, Attribute(STRING, required=False))
+    if command:
+        attrs[arguments.SHORT_OPTIONS] = Attribute(SetType(STRING), required=False)
+    # The adapters' attributes for the path judged (PATH_ATTRIBUTES), on every tool.
+    attrs.setdefault("absolutePath", Attribute(STRING, required=False))
+    attrs.setdefault("inWorkspace", Attribute(BOOL, required=False))
+    if allows_other_arguments(schema) and plugin:
+        for name in PATH_ARGUMENTS:
+            attrs.setdefault(name, Attribute(STRING, required=False))
     return RecordType(attrs)
 
 
@@ -268,10 +278,18 @@ def argument_plan(tool: ToolInfo) -> ArgumentPlan:
     :mod:`cedarlite.tools.arguments`): plain data, no schema model needed to use it."""
     schema = parameters_of(tool)
     record = None if schema is None else _record_check(schema)
+    command = runs_commands(tool)
     if not allows_other_arguments(schema):
-        return ArgumentPlan(str(tool.name), record, None)
+        return ArgumentPlan(str(tool.name), record, None, command)
     declared = frozenset(name for name, _ in record[0]) if record is not None else frozenset()
-    return ArgumentPlan(str(tool.name), record, declared)
+    return ArgumentPlan(str(tool.name), record, declared, command)
+
+
+def runs_commands(tool: ToolInfo) -> bool:
+    """Whether the tool's ``command`` is a shell command (core ``exec``): its calls have the
+    attribute :data:`~cedarlite.tools.arguments.SHORT_OPTIONS`
+    (:func:`~cedarlite.tools.arguments.short_options`)."""
+    return not tool.is_plugin and tool.normalized == "exec"
 
 
 def _record_check(schema: Any, t: RecordType | None = None) -> RecordCheck:
@@ -328,7 +346,7 @@ def _check(schema: Any, t: CedarType | None) -> Check:
 
 
 def call_arguments(tool: ToolInfo, params: Any) -> Record:
-    """The typed record of a call's arguments (spec §4.2 parameters); raises
+    """The typed record of a call's arguments (docs/tool-policy.md §4.2 parameters); raises
     :class:`ToolArgumentError` naming the argument when they do not conform."""
     return argument_plan(tool).convert(params)
 
@@ -428,7 +446,9 @@ def cedar_schema(catalog: ToolCatalog) -> Schema:
     by_action: dict[EntityUID, list[ToolInfo]] = {}
     for t in catalog.registered:
         entity_types[types.of(t)] = EntityTypeDef(
-            types.of(t), frozenset({TOOL_TYPE}), input_type(parameters_of(t), t.is_plugin)
+            types.of(t),
+            frozenset({TOOL_TYPE}),
+            input_type(parameters_of(t), t.is_plugin, runs_commands(t)),
         )
         by_action.setdefault(t.action, []).append(t)
     groups = [*CORE_GROUPS, GROUP_PLUGINS, GROUP_OWNER_ONLY]
@@ -442,7 +462,7 @@ def cedar_schema(catalog: ToolCatalog) -> Schema:
     for name in catalog.names:
         uid = action_uid(name)
         tools = by_action[uid]
-        inputs = {input_type(parameters_of(t), t.is_plugin) for t in tools}
+        inputs = {input_type(parameters_of(t), t.is_plugin, runs_commands(t)) for t in tools}
         context = dict(CONTEXT_ATTRIBUTES)
         ctx_attrs = {k: Attribute(v) for k, v in context.items()}
         if len(inputs) == 1:
@@ -460,13 +480,14 @@ def validate_rules(rules: Any, catalog: ToolCatalog) -> Any:
 
     Returns its ``ValidationResult`` (an unknown attribute is an error with a did-you-mean).
     """
+    # lazy on purpose: only rules checked against the catalog need the validator
     from ..schema.validator import validate
 
     return validate(rules, cedar_schema(catalog))
 
 
 # ---------------------------------------------------------------------------------------------
-# Spec §12: parameter-schema normalization
+# docs/tool-policy.md §12: parameter-schema normalization
 
 
 def _js_typeof(value: Any) -> str:
@@ -505,7 +526,8 @@ def _same_value(a: Any, b: Any) -> bool:
 
 
 def merge_property(a: Any, b: Any) -> Any:
-    """``mergeProperty`` of spec §12.1: two definitions of one property of a flattened union."""
+    """``mergeProperty`` of docs/tool-policy.md §12.1: two definitions of one property of a
+    flattened union."""
     if not js_truthy(a):
         return b
     if not js_truthy(b):
@@ -537,7 +559,7 @@ def normalize_tool_parameters(
     provider: str | None = None,
     unsupported_keywords: Sequence[Any] = (),
 ) -> Any:
-    """Spec §12: the parameter schema a provider receives for a tool.
+    """docs/tool-policy.md §12: the parameter schema a provider receives for a tool.
 
     ``provider`` is the run's provider id; ``unsupported_keywords`` the model's
     ``unsupportedToolSchemaKeywords`` (strings, trimmed, blanks dropped).
@@ -614,8 +636,8 @@ def _flatten(root: Mapping[str, Any], variants: list[Any]) -> dict[str, Any]:
 def clean_schema(
     schema: Any, *, provider: str | None = None, unsupported_keywords: Any = ()
 ) -> Any:
-    """``clean`` of spec §12.2: Gemini cleaning for Google/Gemini providers, else stripping the
-    model's unsupported keywords, else the schema as is."""
+    """``clean`` of docs/tool-policy.md §12.2: Gemini cleaning for Google/Gemini providers, else
+    stripping the model's unsupported keywords, else the schema as is."""
     p = provider.strip().lower() if isinstance(provider, str) else ""
     if ("google" in p or "gemini" in p) and "anthropic" not in p:
         return clean_for_gemini(schema)
@@ -626,7 +648,8 @@ def clean_schema(
 
 
 def strip_unsupported_schema_keywords(schema: Any, keywords: set[str] | frozenset[str]) -> Any:
-    """Drop ``keywords`` from a schema and its properties, items and union variants (§12.2)."""
+    """Drop ``keywords`` from a schema and its properties, items and union variants
+    (docs/tool-policy.md §12.2)."""
     if isinstance(schema, list):
         return [strip_unsupported_schema_keywords(s, keywords) for s in schema]
     if not isinstance(schema, Mapping):
@@ -646,7 +669,7 @@ def strip_unsupported_schema_keywords(schema: Any, keywords: set[str] | frozense
     return out
 
 
-#: Keywords Gemini does not accept (spec §12.2).
+#: Keywords Gemini does not accept (docs/tool-policy.md §12.2).
 GEMINI_UNSUPPORTED = frozenset({
     "patternProperties", "additionalProperties", "$schema", "$id", "$ref", "$defs", "definitions",
     "examples", "minLength", "maxLength", "minimum", "maximum", "multipleOf", "pattern", "format",
@@ -684,7 +707,7 @@ def _literal(v: Any) -> tuple[bool, Any]:
 
 
 def clean_for_gemini(schema: Any) -> Any:
-    """``cleanForGemini`` of spec §12.2: the schema Gemini accepts."""
+    """``cleanForGemini`` of docs/tool-policy.md §12.2: the schema Gemini accepts."""
     return _gemini(schema, {}, frozenset())
 
 
@@ -767,7 +790,8 @@ def _gemini(node: Any, defs: Mapping[str, Any], expanding: frozenset[str]) -> An
 
 
 def _collapse(node: dict[str, Any], variants: list[Any]) -> dict[str, Any] | None:
-    """Collapse a union with object variants (spec §12.2); ``None`` when it has none."""
+    """Collapse a union with object variants (docs/tool-policy.md §12.2); ``None`` when it has
+    none."""
     objects = [v for v in variants if isinstance(v, Mapping | list)]
     if not objects:
         return None
@@ -785,7 +809,7 @@ def _collapse(node: dict[str, Any], variants: list[Any]) -> dict[str, Any] | Non
 
 
 def _sanitize_required(out: dict[str, Any]) -> dict[str, Any]:
-    """``required`` keeps the strings naming a property (spec §12.2, last rule)."""
+    """``required`` keeps the strings naming a property (docs/tool-policy.md §12.2, last rule)."""
     required = out.get("required")
     if not isinstance(required, list):
         return out
