@@ -269,7 +269,7 @@ class _Prover:
             if query is None:
                 return True
             solver = z3.Solver()
-            solver.set("timeout", max(1, int(min(left / 2, _ONE_TRY) * 1000)))
+            solver.set("timeout", max(1, int(left / 2 * 1000)))
             solver.add(*background, query)
             if solver.check() == z3.unsat:
                 return True
@@ -363,7 +363,6 @@ class _Prover:
 
 
 _OTHER_TOOLS = ("unknown-action", "invalid-action-application")
-_ONE_TRY = 10.0  # seconds for each forbid tried alone
 #: Properties that only ask for allowed requests: leaving a forbid out only allows more.
 _MONOTONE = ("disjoint", "always-denies", GUARD_DISJOINT)
 
