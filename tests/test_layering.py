@@ -353,9 +353,11 @@ HOOK_MODULES = frozenset(
         "cedarlite.guard", "cedarlite.guard._json", "cedarlite.guard.approvals",
         "cedarlite.guard.approving", "cedarlite.guard.build", "cedarlite.guard.call",
         "cedarlite.guard.decide", "cedarlite.guard.outcome", "cedarlite.guard.pipeline",
-        "cedarlite.guard.plugins", "cedarlite.guard.record", "cedarlite.guard.loops",
-        "cedarlite.guard.redact", "cedarlite.guard.sqlite_store", "cedarlite.guard.state",
+        "cedarlite.guard.plugins", "cedarlite.guard.record", "cedarlite.guard.looping",
+        "cedarlite.guard.loops", "cedarlite.guard.redact", "cedarlite.guard.sqlite_store",
+        "cedarlite.guard.state",
         "cedarlite.hosts", "cedarlite.hosts.claude_code", "cedarlite.hosts.mapping",
+        "cedarlite.hosts.serve", "cedarlite.hosts.serve.client",
         "cedarlite.shipped", "cedarlite.tools", "cedarlite.tools.arguments",
         "cedarlite.tools.catalog", "cedarlite.tools.names",
     }

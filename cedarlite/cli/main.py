@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -45,6 +44,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import CedarliteError
+from . import serve
 from .common import EXIT_DENY, EXIT_FAILURE, ArgumentParser, Failure, UsageError
 from .hosts import cmd_hook_claude_code, cmd_mcp_proxy
 from .policies import (
@@ -67,9 +67,6 @@ from .tools import (
     cmd_tools_schema,
     cmd_tools_shipped,
 )
-
-_QUIET = logging.NullHandler()
-
 
 ERROR_FORMATS = ("human", "json")
 
@@ -158,7 +155,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("-l", "--principal", help='principal, e.g. User::"alice"')
         p.add_argument("-a", "--action", help='action, e.g. Action::"read"')
         p.add_argument("-r", "--resource", help='resource, e.g. Doc::"readme"')
-        p.add_argument("-c", "--context", metavar="FILE", help="JSON context file")
+        p.add_argument(
+            "-c",
+            "--context",
+            metavar="FILE_OR_JSON",
+            help="JSON context file, or inline: '{\"hour\": 3}'",
+        )
         p.add_argument(
             "--no-request-validation",
             action="store_true",
@@ -176,6 +178,11 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="strict validation of policies against a schema")
     policies_args(v)
     v.add_argument("-s", "--schema", required=True, help="schema file (.cedarschema, or .json)")
+    v.add_argument(
+        "--deny-warnings",
+        action="store_true",
+        help="fail (exit 3) on warnings too: a forbid that can never apply, say (for CI)",
+    )
     v.set_defaults(run=cmd_validate)
 
     c = sub.add_parser("check-parse", help="check that policies (and entities) parse")
@@ -407,6 +414,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.set_defaults(run=cmd_replay)
 
     _hook_parser(sub)
+    serve.add_parser(sub)  # `cedarlite serve` (the service: cedarlite/hosts/serve)
     return parser
 
 
@@ -446,6 +454,11 @@ def _hook_parser(sub: Any) -> None:
         type=_seconds,
         metavar="S",
         help="deny when no decision is made within S seconds (default 5)",
+    )
+    hc.add_argument(
+        "--no-service",
+        action="store_true",
+        help="decide in this process (default: ask the per-user decision service, start it)",
     )
     hc.add_argument(
         "--print-settings",
@@ -492,9 +505,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _hook_parser(sub)
     else:
         parser = _parser()
-    # The tool commands print the tool layer's warnings themselves, located and with hints:
-    # keep Python's last-resort handler from printing them a second time.
-    logging.getLogger("cedarlite").addHandler(_QUIET)
     args = argparse.Namespace(error_format="human")
     try:
         args = parser.parse_args(argv)
@@ -503,6 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except UsageError as err:
         print(err, file=sys.stderr)
+        for hint in unknown_options(parser, words):
+            print(f"{parser.prog}: error: {hint}", file=sys.stderr)
         return failure
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else EXIT_FAILURE
@@ -517,6 +529,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+
+
+def unknown_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[str]:
+    """``unknown option `--policy` (did you mean `--policies`?)`` for each ``--option`` of the
+    command line that no command takes (argparse may report another error first: a required
+    option it did not see under the misspelled name)."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
+    from ..tools.lint import did_you_mean
+
+    known: set[str] = set()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for action in p._actions:
+            known.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+    hints = []
+    for word in words:
+        if word == "--":
+            break
+        flag = word.partition("=")[0]
+        if flag.startswith("--") and flag not in known:
+            close = did_you_mean(flag, [k for k in known if k.startswith("--")])
+            hints.append(f"unknown option `{flag}`" + (f" ({close})" if close else ""))
+    return hints
 
 
 def _silence_stdout() -> None:
