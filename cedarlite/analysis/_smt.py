@@ -530,14 +530,11 @@ class Encoder:
         """Cedar's ``==`` (values of different types are unequal)."""
         z3 = self.z3
         if isinstance(a.ty, RecordType) and isinstance(b.ty, RecordType):
-            if a.ty.attributes.keys() != b.ty.attributes.keys():
-                # a name present in one and absent in the other must be missing from both
-                pass
             parts = []
-            for name in set(a.ty.attributes) | set(b.ty.attributes):
+            for name in sorted(set(a.ty.attributes) | set(b.ty.attributes)):
                 ap, av = a.v.get(name, (self.false, None))
                 bp, bv = b.v.get(name, (self.false, None))
-                if av is None or bv is None:
+                if av is None or bv is None:  # declared on one side only: absent from both
                     parts.append(z3.Not(ap if av is not None else bp))
                     continue
                 parts.append(z3.And(ap == bp, z3.Implies(ap, self.equal(av, bv))))
