@@ -3,9 +3,9 @@
 What each info string means (the contract every page follows):
 
 * ```python: the page's Python blocks run in order in one namespace, from the repository root.
-  A top-level expression followed by a comment that is a Python literal (``res.allowed  #
-  ['read']``) is checked: the value must equal the literal (a tuple or list ending in ``...``
-  checks a prefix).
+  A top-level expression whose last line ends in a comment that is a Python literal
+  (``res.allowed  # ['read']``) is checked: the value must equal the literal (a tuple or list
+  ending in ``...`` checks a prefix).
 * ```bash: each block runs with ``bash -euo pipefail`` from the repository root, with ``HOME`` a
   fresh temporary directory and ``PATH`` starting with this interpreter's ``bin`` (so
   ``cedarlite`` and ``python3`` are the tested ones); it must exit 0.
@@ -125,9 +125,9 @@ def _checked(code: str, filename: str) -> tuple[ast.Module, int]:
     }
     count = 0
     for n, stmt in enumerate(tree.body):
-        if not isinstance(stmt, ast.Expr) or stmt.lineno != stmt.end_lineno:
+        if not isinstance(stmt, ast.Expr):
             continue
-        comment = comments.get(stmt.lineno)
+        comment = comments.get(stmt.end_lineno or stmt.lineno)  # after the expression's last line
         if comment is None:
             continue
         try:
