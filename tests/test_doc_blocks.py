@@ -176,11 +176,9 @@ def test_python_blocks(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_python_page(page, monkeypatch)
 
 
-def test_shown_values_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shown_values_are_checked() -> None:
     """The comment convention is live: the pages show values that the tests compare."""
-    total = sum(
-        _checked(b.code, b.name)[1] for b in ALL if b.language == "python"
-    )
+    total = sum(_checked(b.code, b.name)[1] for b in ALL if b.language == "python")
     assert total >= 15, total
 
 
@@ -207,8 +205,10 @@ def run_bash(code: str, home: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# README's first block installs the project and runs the whole suite: test_readme_first_block
+# runs its main job instead.
 FIRST = blocks(ROOT / "README.md")[0]
-BASH = [b for b in ALL if b.language == "bash" and b is not FIRST and "no-run" not in b.flags]
+BASH = [b for b in ALL if b.language == "bash" and b != FIRST and "no-run" not in b.flags]
 NO_RUN = [b for b in ALL if b.language == "bash" and "no-run" in b.flags]
 
 
@@ -292,7 +292,7 @@ LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def slug(heading: str) -> str:
-    """GitHub's anchor for a heading: markup dropped, lower case, punctuation out, `-` for spaces."""
+    """GitHub's anchor for a heading: markup and punctuation dropped, lower case, `-` for spaces."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
     return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
 
