@@ -14,3 +14,8 @@ def test_first_block_has_exactly_the_two_commands() -> None:
 
 def test_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_python_page(ROOT / "README.md", monkeypatch) >= 1
+
+
+def test_the_readme_stays_a_front_door() -> None:
+    """Reference lives in docs/: the README fits in about 250 lines."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
