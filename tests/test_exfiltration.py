@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from cedarlite.hosts.mapping import path_calls
 from cedarlite.tools import ToolPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,6 +91,21 @@ EXEC_ATTEMPTS = [
     "cat ~/.pgpass",
     "cat ~/.vault-token",
     "git log --all -p -- '.env.local'",
+    # The agents' own credential stores and their SDKs' configuration (#23, item 3).
+    "cat ~/.claude/.credentials.json",
+    "cat ~/.claude.json",
+    "cat ~/.codex/auth.json",
+    "head -c 4096 ~/.config/anthropic/credentials",
+    "cat /home/u/.config/openai/auth.json",
+    "cat ~/.gemini/oauth_creds.json",
+    "cat ~/.config/github-copilot/apps.json",
+    "cat ~/.cursor/mcp.json",
+    "cat ~/.config/gcloud/application_default_credentials.json",
+    "cat ~/.cache/huggingface/token",
+    "cat ~/.yarnrc.yml",
+    # The same files as the path rules (`Read /etc/passwd` is denied, so is this).
+    "cat /etc/passwd",
+    "grep root /etc/group",
 ]
 
 
@@ -135,6 +151,18 @@ FILE_ATTEMPTS = [
     # What the Claude Code hook sends for `Read /etc/shadow` with `/etc` as working directory.
     ("read", {"path": "shadow", "absolutePath": "/etc/shadow"}),
     ("read", {"path": "environ", "absolutePath": "/proc/self/environ"}),
+    # The agents' own credential stores (#23, item 3).
+    ("read", {"path": "/home/u/.claude/.credentials.json"}),
+    ("read", {"path": "/home/u/.codex/auth.json"}),
+    ("read", {"path": "/home/u/.config/anthropic/credentials"}),
+    ("read", {"path": "/home/u/.config/openai/auth.json"}),
+    ("read", {"path": "/home/u/.gemini/oauth_creds.json"}),
+    ("read", {"path": "/home/u/.config/github-copilot/hosts.json"}),
+    ("read", {"path": "/home/u/.cursor/mcp.json"}),
+    ("read", {"path": "/home/u/.config/gcloud/application_default_credentials.json"}),
+    ("fs__read_text_file", {"path": "/home/u/.anthropic/api_key"}),
+    ("fs__read_text_file", {"path": "/home/u/.cache/huggingface/token"}),
+    ("apply_patch", {"input": "*** Begin Patch\n*** Update File: ~/.codex/auth.json\n+x\n"}),
 ]
 
 
@@ -216,6 +244,50 @@ def test_writes_to_git_internals_are_refused() -> None:
         decision = decide("write", {"path": path, "content": "x"})
         assert "fs.no-git-internals" in decision.policies, path
     assert decide("write", {"path": "src/.gitignore", "content": "x"}).allowed
+
+
+#: What an adapter receives (#23, items 1, 2 and 4): spellings that the OS (or Node's
+#: `path.resolve`, on which MCP filesystem servers open files) opens as a secret, nested path
+#: arguments, and searches of a whole home. Each goes through the adapters' one mapping.
+ADAPTER_ATTEMPTS = [
+    ("fs__read_text_file", {"path": "/tmp/p1/.env/"}),
+    ("fs__read_text_file", {"path": "/tmp/p1/.env/."}),
+    ("fs__read_text_file", {"path": "/tmp/p1/.env//"}),
+    ("fs__read_text_file", {"path": "/tmp/p1/.npmrc/"}),
+    ("fs__read_text_file", {"path": "/tmp/p1/key.pem/."}),
+    ("fs__read_text_file", {"path": "/tmp/p1/.git-credentials/"}),
+    ("fs__read_text_file", {"paths": ["README.md", "/home/u/.ssh/id_rsa"]}),
+    ("fs__read_text_file", {"files": [{"path": "/home/u/.aws/credentials"}]}),
+    ("fs__read_text_file", {"request": {"source": "/home/u/.codex/auth.json"}}),
+    ("search", {"pattern": "BEGIN OPENSSH", "directory": "/home/me"}),
+    ("search", {"pattern": ".", "directory": "/"}),
+    ("search", {"pattern": "=", "directory": ".", "glob": ".env"}),
+    ("search", {"pattern": ".", "directory": "src", "glob": "**/.aws/credentials"}),
+    ("read", {"path": "/workspace/app/docs/../.env"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "params"), ADAPTER_ATTEMPTS, ids=lambda x: json.dumps(x)[:60])
+def test_the_adapters_mapping_hides_no_secret(tool: str, params: dict[str, Any]) -> None:
+    calls = path_calls(params, "/workspace/app")
+    decisions = [decide(tool, p) for p in calls]
+    assert not all(d.allowed for d in decisions), calls
+    fired = {p for d in decisions for p in d.policies}
+    assert fired & {"fs.no-secrets", "fs.no-broad-search", "fs.no-traversal"}, fired
+
+
+def test_one_reason_per_promise() -> None:
+    """A secret named by several of a call's arguments is refused by one rule, once (#28)."""
+    params = {"path": "/home/u/.ssh/id_rsa", "absolutePath": "/home/u/.ssh/id_rsa"}
+    assert decide("read", params).policies == ("fs.no-secrets",)
+
+
+def test_writes_stay_in_the_workspace_by_the_adapters_word() -> None:
+    inside = path_calls({"path": "/workspace/app/src/a.py", "content": "x"}, "/workspace/app")
+    assert all(decide("write", p).allowed for p in inside)
+    for path in ("/workspace/app/../other/a.py", "/tmp/a.py", "../a.py"):
+        calls = path_calls({"path": path, "content": "x"}, "/workspace/app")
+        assert "fs.writes-in-workspace" in decide("write", calls[0]).policies, path
 
 
 def test_there_are_at_least_forty_attempts() -> None:

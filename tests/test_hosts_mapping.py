@@ -13,10 +13,13 @@ from cedarlite.hosts.mapping import (
     MAX_EACH,
     HostMapping,
     MappingError,
+    absolute_form,
     absolute_path,
     clean_path,
+    find_paths,
+    in_workspace,
     mcp_name,
-    relative_path,
+    path_calls,
     resolve_path,
 )
 from cedarlite.tools import ToolPolicy
@@ -45,10 +48,23 @@ def test_contract_rows_of_the_spec() -> None:
     ] == (
         "read",
         None,
-        ({"path": "a.py", "offset": 10, "limit": 5, "absolutePath": "/w/app/a.py"},),
+        (
+            {
+                "path": "/w/app/a.py",
+                "offset": 10,
+                "limit": 5,
+                "absolutePath": "/w/app/a.py",
+                "inWorkspace": True,
+            },
+        ),
     )
     assert mapped("Write", {"file_path": "/w/app/b.txt", "content": "x"}, cwd="/w/app")[2] == (
-        {"path": "b.txt", "content": "x", "absolutePath": "/w/app/b.txt"},
+        {
+            "path": "/w/app/b.txt",
+            "content": "x",
+            "absolutePath": "/w/app/b.txt",
+            "inWorkspace": True,
+        },
     )
     edit = {"file_path": "/w/app/c.py", "old_string": "a", "new_string": "b", "replace_all": True}
     assert mapped("Edit", edit, cwd="/w/app") == (
@@ -56,16 +72,20 @@ def test_contract_rows_of_the_spec() -> None:
         None,
         (
             {
-                "path": "c.py",
+                "path": "/w/app/c.py",
                 "oldText": "a",
                 "newText": "b",
                 "replace_all": True,
                 "absolutePath": "/w/app/c.py",
+                "inWorkspace": True,
             },
         ),
     )
     assert mapped("WebFetch", {"url": "https://x.dev", "prompt": "p"})[:2] == ("web_fetch", None)
     assert mapped("WebSearch", {"query": "cedar"})[:2] == ("web_search", None)
+
+
+AT_C = {"absolutePath": "/w/app/c.py", "inWorkspace": True}
 
 
 def test_multi_edit_is_one_edit_per_edit() -> None:
@@ -76,8 +96,8 @@ def test_multi_edit_is_one_edit_per_edit() -> None:
     tool, _, params = mapped("MultiEdit", tool_input, cwd="/w/app")
     assert tool == "edit"
     assert params == (
-        {"path": "c.py", "oldText": "a", "newText": "b", "absolutePath": "/w/app/c.py"},
-        {"path": "c.py", "oldText": "c", "newText": "d", "absolutePath": "/w/app/c.py"},
+        {"path": "/w/app/c.py", "oldText": "a", "newText": "b", **AT_C},
+        {"path": "/w/app/c.py", "oldText": "c", "newText": "d", **AT_C},
     )
     for bad in ({"file_path": "x"}, {"file_path": "x", "edits": []}, {"edits": [1]}):
         with pytest.raises(MappingError):
@@ -122,17 +142,22 @@ def test_bad_names_and_colliding_arguments() -> None:
         CLAUDE.map_call("Read", {"file_path": "a", "path": "b"})
 
 
-def test_relative_paths() -> None:
-    assert relative_path("/w/app/src/a.py", "/w/app") == "src/a.py"
-    assert relative_path("/w/app/src/a.py", "/w/app/") == "src/a.py"
-    assert relative_path("/w/app", "/w/app") == "."
-    assert relative_path("/w/application/a", "/w/app") == "/w/application/a"
-    assert relative_path("/etc/passwd", "/w/app") == "/etc/passwd"
-    # `..` stays, for the rules that refuse it.
-    assert relative_path("/w/app/../../etc/shadow", "/w/app") == "../../etc/shadow"
-    assert relative_path("/etc/passwd", "/") == "/etc/passwd"  # `/` is no workspace
-    assert relative_path("a.py", "/w/app") == "a.py"
-    assert relative_path("/w/app/a.py", None) == "/w/app/a.py"
+def test_paths_keep_the_meaning_the_host_sent() -> None:
+    """Issue 23 item 5: `path` is never made relative; `absolutePath` is resolved against the
+    call's cwd; `inWorkspace` says whether it lies in the workspace (default: the cwd)."""
+    assert in_workspace("/w/app/src/a.py", "/w/app")
+    assert in_workspace("/w/app", "/w/app/")
+    assert not in_workspace("/w/application/a", "/w/app")
+    assert not in_workspace("/etc/passwd", "/w/app")
+    assert not in_workspace("/etc/passwd", "/")  # `/` is no workspace
+    assert in_workspace("a.py", None) and not in_workspace("../a.py", None)
+    assert not in_workspace("~/.bashrc", None)
+    assert absolute_form("a/../.env", None) == ".env"
+    assert absolute_form("../../x", None) == "../../x"
+    assert absolute_form("~/.ssh/id_rsa/", "/w") == "~/.ssh/id_rsa"
+    calls = path_calls({"file": "/w/app/../../etc/shadow"}, "/w/app")
+    assert calls == ({"file": "/w/app/../../etc/shadow", "absolutePath": "/etc/shadow",
+                      "inWorkspace": False},)  # fmt: skip
 
 
 def test_paths_are_cleaned_before_they_are_matched_or_made_relative() -> None:
@@ -144,8 +169,6 @@ def test_paths_are_cleaned_before_they_are_matched_or_made_relative() -> None:
     assert clean_path(".") == clean_path("./") == "."
     assert clean_path("/") == clean_path("//.") == "/"
     assert clean_path("a/../b") == "a/../b" and clean_path("") == ""
-    assert relative_path("/w//app/./src/a.py", "/w/app/") == "src/a.py"
-    assert relative_path("/w/app/src", "/w/./app//") == "src"
     assert resolve_path("/usr/../etc") == "/etc"
     assert resolve_path("/../../etc/./shadow") == "/etc/shadow"  # never above `/`
     assert absolute_path("shadow", "/etc") == "/etc/shadow"
@@ -176,29 +199,80 @@ def test_path_cleaning_agrees_with_posixpath(path: str) -> None:
     assert clean_path(clean_path(absolute)) == clean_path(absolute)
 
 
-def test_the_absolute_path_sits_beside_the_relative_one() -> None:
-    """Relative to `/etc`, `/etc/shadow` is `shadow`: the absolute form keeps rules on absolute
-    locations true whatever the working directory."""
+def test_the_absolute_path_sits_beside_the_path_on_every_call() -> None:
+    """The absolute form keeps rules on absolute locations true whatever the working
+    directory; `path` stays what the host sent, cleaned."""
     assert mapped("Read", {"file_path": "/etc/shadow"}, cwd="/etc")[2] == (
-        {"path": "shadow", "absolutePath": "/etc/shadow"},
+        {"path": "/etc/shadow", "absolutePath": "/etc/shadow", "inWorkspace": True},
     )
     assert mapped("Grep", {"pattern": "x", "path": "/usr/../etc"}, cwd="/w")[2] == (
-        {"pattern": "x", "path": "/usr/../etc", "absolutePath": "/etc"},
+        {"pattern": "x", "path": "/usr/../etc", "absolutePath": "/etc", "inWorkspace": False},
     )
-    assert mapped("Glob", {"pattern": "*"}, cwd="/w")[2] == ({"pattern": "*"},)
-    with pytest.raises(MappingError, match="`absolutePath`, which the hook sets"):
-        CLAUDE.map_call("Read", {"file_path": "/w/a", "absolutePath": "/w/a"}, cwd="/w")
-    # Already absolute and clean: nothing to add.
-    assert mapped("Read", {"file_path": "//etc/./shadow"}, cwd="/w")[2] == (
-        {"path": "/etc/shadow"},
+    # A search without a root searches the working directory: that is its `path`.
+    assert mapped("Glob", {"pattern": "*"}, cwd="/w")[2] == (
+        {"pattern": "*", "path": "/w", "absolutePath": "/w", "inWorkspace": True},
+        {"pattern": "*", "path": "/w", "absolutePath": "/w/*", "inWorkspace": True},
     )
-    # Tools outside the table: their path-like arguments are cleaned, nothing is added.
+    # What a caller sends under the adapters' names is replaced by theirs.
+    assert (
+        mapped("Read", {"file_path": "/w/a", "absolutePath": "/x"}, cwd="/w")[2][0]["absolutePath"]
+        == "/w/a"
+    )
+    assert mapped("Read", {"file_path": "//etc/./shadow/."}, cwd="/w")[2] == (
+        {"path": "/etc/shadow", "absolutePath": "/etc/shadow", "inWorkspace": False},
+    )
+    # Tools outside the table: the same principle.
     assert mapped("mcp__fs__read_file", {"path": "//etc//shadow", "n": 1}, cwd="/w")[2] == (
-        {"path": "/etc/shadow", "n": 1},
+        {"path": "/etc/shadow", "n": 1, "absolutePath": "/etc/shadow", "inWorkspace": False},
     )
-    assert mapped("LS", {"path": "/w/./x/../.."}, cwd="/w")[2] == ({"path": "/w/x/../.."},)
+    assert mapped("LS", {"path": "/w/./x/../.."}, cwd="/w")[2] == (
+        {"path": "/w/x/../..", "absolutePath": "/", "inWorkspace": False},
+    )
     url = {"url": "https://x.dev//a/./b"}  # a URL is no path
     assert mapped("mcp__web__fetch", url)[2] == (url,)
+
+
+def test_every_argument_that_names_a_file_at_any_depth() -> None:
+    """Issue 23 Build: nested objects, arrays, glob filters; one decision per path."""
+    args = {
+        "files": [{"path": "/w/.claude/settings.local.json", "content": "{}"}],
+        "paths": ["a.txt", "/home/u/.ssh/id_rsa"],
+        "options": {"rootDir": "/srv", "profile": "dev", "url": "https://x"},
+        "source": "s", "destination": "d", "notebook_path": "n.ipynb", "glob": "**/.env",
+    }  # fmt: skip
+    assert find_paths(args) == [
+        ("files[0].path", "/w/.claude/settings.local.json"),
+        ("paths[0]", "a.txt"),
+        ("paths[1]", "/home/u/.ssh/id_rsa"),
+        ("options.rootDir", "/srv"),
+        ("source", "s"),
+        ("destination", "d"),
+        ("notebook_path", "n.ipynb"),
+        ("glob", "**/.env"),
+    ]
+    absolute = [c["absolutePath"] for c in path_calls(args, "/w")]
+    assert absolute == [
+        "/w/.claude/settings.local.json", "/w/a.txt", "/home/u/.ssh/id_rsa", "/srv", "/w/s",
+        "/w/d", "/w/n.ipynb", "/w/**/.env",
+    ]  # fmt: skip
+    # Deep nesting: no recursion, linear.
+    deep: object = "/etc/shadow"
+    for _ in range(50_000):
+        deep = {"path": deep} if isinstance(deep, str) else [deep]
+    ((where, text),) = find_paths({"x": deep})
+    assert text == "/etc/shadow" and where.startswith("x[0][0]") and where.endswith("...")
+    # Garbage is denied: NUL and other control characters name no file.
+    for bad in ("/home/u/.ssh\x00/config", ".env\x00.txt", "a\nb"):
+        with pytest.raises(MappingError, match="control character"):
+            path_calls({"path": bad}, "/w")
+        with pytest.raises(MappingError, match="control character"):
+            CLAUDE.map_call("Read", {"file_path": bad}, cwd="/w")
+    with pytest.raises(MappingError, match="more than"):
+        path_calls({"paths": [f"f{i}" for i in range(MAX_EACH + 1)]}, "/w")
+    # A program's code under `source` is text, not a path: no path, no garbage.
+    assert path_calls({"source": "print(1)\nprint(2)"}, "/w") == ({"source": "print(1)\nprint(2)"},)
+    with pytest.raises(MappingError, match="control character"):
+        path_calls({"source": "/etc/\x00shadow"}, "/w")
 
 
 def test_overrides_are_data_and_checked() -> None:
@@ -219,7 +293,14 @@ def test_overrides_are_data_and_checked() -> None:
     )
     assert (call.tool, call.params) == (
         "write",
-        ({"path": "n.ipynb", "content": "x", "absolutePath": "/w/n.ipynb"},),
+        (
+            {
+                "path": "/w/n.ipynb",
+                "content": "x",
+                "absolutePath": "/w/n.ipynb",
+                "inWorkspace": True,
+            },
+        ),
     )
     assert custom.map_call("Bash", {"command": "ls"}).tool == "bash"
     names = [t["name"] for t in custom.catalog()]
@@ -261,3 +342,38 @@ def test_any_name_maps_or_raises_a_mapping_error(name: str, args: dict) -> None:
     except MappingError:
         return
     assert call.tool and len(call.params) == 1
+
+
+def test_the_paths_page_examples_run() -> None:
+    """docs/paths.md's Python blocks hold (its table's rows are the asserts)."""
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "paths.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    assert blocks
+    namespace: dict[str, object] = {}
+    for block in blocks:
+        exec(block, namespace)  # our own documentation's example
+
+
+def test_the_adapters_attributes_pass_a_closed_schema() -> None:
+    """`absolutePath` and `inWorkspace` are no parameters: a tool whose schema refuses
+    undeclared arguments still sees them (typed), and refuses what else is undeclared."""
+    from cedarlite.tools.arguments import ToolArgumentError
+    from cedarlite.tools.catalog import ToolCatalog
+    from cedarlite.tools.params import argument_plan
+
+    tool = {"name": "fs__read", "pluginId": "bundle-mcp", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"],
+        "additionalProperties": False}}  # fmt: skip
+    info = ToolCatalog.from_tools([tool]).find("fs__read")
+    assert info is not None
+    plan = argument_plan(info)
+    (params,) = path_calls({"path": "../x/"}, "/w/app")
+    record = plan.convert(params)
+    assert dict(record) == {"path": "../x", "absolutePath": "/w/x", "inWorkspace": False}
+    with pytest.raises(ToolArgumentError, match="not a parameter"):
+        plan.convert({**params, "other": "y"})
+    with pytest.raises(ToolArgumentError, match="not a parameter"):  # mistyped: not ours
+        plan.convert({"path": "a", "absolutePath": 3})

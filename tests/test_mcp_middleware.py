@@ -193,3 +193,21 @@ def test_tools_whose_names_collide_are_neither_listed_nor_run() -> None:
 
     run(scenario())
     assert notes == {"todo.md": "buy milk"}
+
+
+def test_paths_are_judged_as_the_proxy_and_the_hook_judge_them(bench: dict[str, Path]) -> None:
+    """Issue 23: the middleware maps paths with the one function of every adapter: cleaned
+    (`secret.txt/.` is `secret.txt`), garbage denied, never reaching the tool."""
+
+    async def scenario() -> None:
+        async with session(_args(bench)) as client:
+            for path in ("secret.txt/.", "./secret.txt/", "x/../secret.txt"):
+                denied = await client.call_tool("read_file", {"path": path})
+                assert denied.is_error and "hunter2" not in text(denied), path
+            garbage = await client.call_tool("write_file", {"path": "a.txt\x00", "content": "x"})
+            assert garbage.is_error and "control character" in text(garbage), text(garbage)
+            assert (bench["root"] / "a.txt").read_text() == "alpha"
+
+    with reap(str(bench["tmp"])):
+        run(scenario())
+        assert not wait_gone(str(bench["tmp"]))

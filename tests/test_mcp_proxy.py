@@ -758,3 +758,98 @@ def test_tools_whose_names_collide_are_refused_through_the_proxy(tmp_path: Path)
     with reap(str(tmp_path)):
         run(scenario())
         assert not wait_gone(str(tmp_path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 23: paths mean to the rules what the upstream opens
+
+
+def _fs_proxy(tmp_path: Path, root: Path, allow: list[str]) -> list[str]:
+    config = _write(tmp_path, "tools.json", {"tools": {"allow": allow}})
+    server = filesystem_server()
+    return proxy_args(
+        "--config", config, "--rules", "cedarlite:paths", "--server", "fs",
+        "--", "node", str(server), str(root),
+    )  # fmt: skip
+
+
+def test_secrets_stay_secret_whatever_the_spelling(tmp_path: Path) -> None:
+    """Item 1: Node's `path.resolve` drops a trailing `/`, `/.` or `//`; the rules see the file
+    the server opens. Nested paths (`read_multiple_files`' `paths`) are judged one by one."""
+    root = tmp_path / "p1"
+    root.mkdir()
+    secrets = {".env": "DB_PASSWORD=hunter2\n", ".npmrc": "//r/:_authToken=npm_SECRET\n",
+               "key.pem": "-----BEGIN PRIVATE KEY-----SECRET\n",
+               ".git-credentials": "https://u:SECRET@example.com\n"}  # fmt: skip
+    for name, body in secrets.items():
+        (root / name).write_text(body)
+    (root / "notes.txt").write_text("hello\n")
+    args = _fs_proxy(tmp_path, root, ["fs__read_text_file", "fs__read_multiple_files"])
+    spellings = [f"{root}/{n}{tail}" for n in secrets for tail in ("/", "/.", "//", "/./", "")]
+    spellings += [f"{root}//.env", f"{root}/./.env", f"{root}/sub/../.env"]
+
+    async def scenario() -> None:
+        async with session(args) as c:
+            ok = await c.call_tool("read_text_file", {"path": f"{root}/notes.txt"})
+            assert not ok.is_error and "hello" in text(ok)
+            for path in spellings:
+                answer = await c.call_tool("read_text_file", {"path": path})
+                assert answer.is_error, path
+                assert "SECRET" not in text(answer) and "hunter2" not in text(answer), path
+                assert "cedarlite" in text(answer) or "blocked" in text(answer), text(answer)
+            many = await c.call_tool(
+                "read_multiple_files", {"paths": [f"{root}/notes.txt", f"{root}/.env/"]}
+            )
+            assert many.is_error and "hunter2" not in text(many), text(many)
+            garbage = await c.call_tool("read_text_file", {"path": f"{root}/.env\x00.txt"})
+            assert garbage.is_error and "control character" in text(garbage), text(garbage)
+
+    with reap(str(tmp_path)):
+        run(scenario())
+        assert not wait_gone(str(tmp_path))
+
+
+#: An upstream that writes down every line it receives and answers requests with `{}`
+#: (`initialize` with a handshake): what reached it, notifications included.
+RECORDER = """
+import json, sys
+log = open(sys.argv[1], "a")
+for line in sys.stdin:
+    log.write(line); log.flush()
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    result = {}
+    if msg.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "recorder", "version": "1"}}
+    elif msg.get("method") == "tools/list":
+        result = {"tools": [{"name": n, "inputSchema": {"type": "object"}}
+                            for n in ("read_text_file", "move_file")]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_a_call_without_id_is_never_relayed(tmp_path: Path) -> None:
+    """Item 6: a `tools/call` notification (no `id`, so no denial could go back) for a removed
+    tool, or any tool, never reaches the upstream undecided."""
+    seen = tmp_path / "seen.jsonl"
+    config = _write(tmp_path, "tools.json", {"tools": {"allow": ["rec__read_text_file"]}})
+    args = proxy_args(
+        "--config", config, "--server", "rec", "--", sys.executable, "-c", RECORDER, str(seen)
+    )
+    with reap(str(tmp_path)):
+        raw = Raw(args)
+        assert raw.handshake()["result"]["serverInfo"]["name"] == "recorder"
+        for name in ("move_file", "read_text_file"):
+            call = _call(0, name, {"source": "/tmp/a", "destination": "/tmp/b", "path": "x"})
+            del call["id"]
+            raw.send(call)
+        raw.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert raw.recv() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        methods = [json.loads(line).get("method") for line in seen.read_text().splitlines()]
+        assert "tools/call" not in methods, methods
+        assert "ping" in methods
+        assert raw.proc.stdin is not None
+        raw.proc.stdin.close()
+        assert raw.proc.wait(10) == 0

@@ -43,7 +43,14 @@ from ..hooks import Guard, Outcome
 from ..hooks.sqlite_store import SQLiteSessionStore
 from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
-from .mapping import HostMapping, MappedCall, MappingError, absolute_path, clean_path
+from .mapping import (
+    HostMapping,
+    MappedCall,
+    MappingError,
+    absolute_path,
+    clean_path,
+    find_paths,
+)
 
 if TYPE_CHECKING:
     from ..policyset import PolicySet
@@ -77,7 +84,7 @@ CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
 _MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_SNAPSHOT_FORMAT = 4  # 4: guards share per-tool call entities across run contexts
+_SNAPSHOT_FORMAT = 5  # 5: every tool's input type holds absolutePath and inWorkspace
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
@@ -581,6 +588,7 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
             event.get("tool_input"),
             cwd=event.get("cwd"),
             mcp_server=event.get("mcp_server"),
+            workspace=os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd"),
         )
     except MappingError as err:
         raise HookError(err.message) from None
@@ -602,9 +610,8 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
         if options.decision_log is not None:
             guard.open_decision_log(options.decision_log)
         calls = _calls(event, len(call.params))
-        if refused is not None:  # logged like any decision; the reason names the file
-            for params, c in zip(call.params, calls, strict=True):
-                guard.refuse(call.tool, params, c, reason=refused)
+        if refused is not None:  # logged once, like any decision; the reason names the file
+            guard.refuse(call.tool, call.params[0], _calls(event, 1)[0], reason=refused)
             return _pre_json("deny", f"cedarlite: blocked: {refused}")
         if name == PRE:
             outcomes = [
@@ -626,31 +633,33 @@ def protected_write(options: HookOptions, event: Mapping[str, Any], directory: s
     would not): a write (:data:`WRITE_TOOLS`; an MCP tool, whatever it does, with any string
     argument naming the file) to the hook's configuration, rules or decision log, into its
     state directory or cedarlite's cache (which hold built guards, pickles), or to a Claude
-    Code settings file (``.claude/settings*.json``: where hooks are registered). Paths are
-    compared cleaned, absolute (relative ones in the call's ``cwd``) and case-folded, and for
-    the built-in write tools with symbolic links resolved."""
+    Code settings file (``.claude/settings*.json``: where hooks are registered). Every path the
+    call names counts, at any depth of its arguments (:func:`~.mapping.find_paths`; for an MCP
+    tool every string). Paths are compared cleaned, absolute (relative ones in the call's
+    ``cwd``) and case-folded, both with ``..`` resolved as text and as the file system
+    resolves them (symbolic links first, then ``..``)."""
     tool, tool_input = event.get("tool_name"), event.get("tool_input")
     if not isinstance(tool_input, Mapping) or not isinstance(tool, str):
         return None
     follow = tool in WRITE_TOOLS
-    if follow:
-        value = tool_input.get(WRITE_TOOLS[tool])
-        targets = [value] if isinstance(value, str) else []
-    elif tool.startswith("mcp__"):
-        targets = [v for v in tool_input.values() if isinstance(v, str) and len(v) <= _PATH_MAX]
-    else:
+    if not follow and not tool.startswith("mcp__"):
         return None
+    try:
+        found = find_paths(tool_input, every_string=not follow)
+    except MappingError:
+        return None  # the mapping refuses the call with its own message
+    targets = [t for _, t in found if len(t) <= _PATH_MAX]
     if not targets:
         return None
     files, dirs = _protected(options, directory)
     cwd = event.get("cwd")
     if not follow and not _inside(cwd, dirs):
-        # A protected path names its file or directory (symbolic links aside, which only
-        # the built-in write tools follow): skip the arguments that cannot, cheaply.
+        # A protected path names its file or directory (or holds the name of the link to
+        # it, or `..` after one): skip the arguments that cannot, cheaply.
         names = {"settings", *(k.rpartition("/")[2] for k in (*files, *dirs))}
-        targets = [t for t in targets if any(n in t.casefold() for n in names)]
+        targets = [t for t in targets if ".." in t or any(n in t.casefold() for n in names)]
     for target in targets:
-        what = _protected_by(target, cwd, files, dirs, follow)
+        what = _protected_by(target, cwd, files, dirs)
         if what is not None:
             shown = target if len(target) <= 200 else target[:200] + "..."
             return (
@@ -696,7 +705,7 @@ def _under(key: str, dirs: Mapping[str, str]) -> str | None:
 
 
 def _protected_by(
-    target: str, cwd: Any, files: Mapping[str, str], dirs: Mapping[str, str], follow: bool
+    target: str, cwd: Any, files: Mapping[str, str], dirs: Mapping[str, str]
 ) -> str | None:
     """What protected file ``target`` is, if any (see :func:`protected_write`)."""
     if target.startswith("~"):
@@ -706,9 +715,11 @@ def _protected_by(
     if len(path) > _PATH_MAX or "\x00" in path:
         return None  # no file has this name
     forms = [path]
-    if follow and path.startswith("/"):
+    # As the OS opens it: `link/../x` is `x` beside the link's target, not beside the link.
+    raw = target if target.startswith("/") or not isinstance(cwd, str) else f"{cwd}/{target}"
+    if raw.startswith("/"):
         with contextlib.suppress(OSError, ValueError):
-            forms.append(os.path.realpath(path))
+            forms.append(os.path.realpath(raw))
     for form in forms:
         key = form.casefold()
         if key in files:

@@ -7,19 +7,20 @@ A host (Claude Code, and the hosts that copy its hook JSON) calls its own tools 
 
 * a built-in tool with an entry in :data:`CLAUDE_CODE_TOOLS` becomes its ``tool``, its
   arguments renamed by ``arguments`` (``file_path`` → ``path``; a rename to ``null`` drops the
-  argument; arguments not listed pass unchanged), its ``paths`` normalised (:func:`clean_path`)
-  and made relative to the call's working directory when they lie inside it (OpenClaw paths
-  are workspace-relative), each with its absolute form beside it when that differs
-  (``absolutePath``: :func:`absolute_path`, so that rules on absolute locations are not beaten
-  by the working directory or by ``..``), and, with ``each``, one call per element of that
-  array argument (``MultiEdit``: one ``edit`` per edit);
+  argument; arguments not listed pass unchanged) and, with ``each``, one call per element of
+  that array argument (``MultiEdit``: one ``edit`` per edit); ``paths`` names arguments that
+  are paths besides those :func:`find_paths` finds by name (``Glob``'s ``pattern``);
 * ``mcp__<server>__<tool>`` becomes the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``),
   named as spec §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
 * any other tool becomes its lower-cased name (``TodoWrite`` → ``todowrite``). No profile lists
   these: a configuration allows them by name (``alsoAllow``).
 
-The arguments of the last two pass unchanged but for the path-like ones
-(:data:`CLEANED_ARGUMENTS`), normalised by :func:`clean_path`.
+Then one principle holds for every tool, and for every adapter (the Claude Code hook here, the
+MCP middleware and proxy through :class:`~cedarlite.hosts.mcp_gate.McpGate`): every argument
+that names a file or directory, at any depth, is a path to the rules (:func:`path_calls`): the
+call is decided once per path it names, with ``path`` as the host sent it (cleaned, never made
+relative), ``absolutePath`` and ``inWorkspace`` beside it (docs/paths.md). The path finder lives
+here, beside the table, because what a host's arguments mean is this module's one concern.
 
 The table is data: a configuration overrides entries by host tool name (``null`` removes one)
 with :meth:`HostMapping.claude_code`. :meth:`HostMapping.catalog` is the tool list of a run of
@@ -33,7 +34,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import CedarliteError
-from ..tools.arguments import PATH_ARGUMENTS
 from ..tools.catalog import BUNDLE_MCP, mcp_tools
 
 #: The built-in tools of Claude Code with an OpenClaw counterpart (agent-hosts spec §4; the
@@ -60,7 +60,8 @@ CLAUDE_CODE_TOOLS: Mapping[str, Mapping[str, Any]] = {
     },
     "WebFetch": {"tool": "web_fetch"},
     "WebSearch": {"tool": "web_search"},
-    "Glob": {"tool": "glob", "paths": ["path"]},
+    # Glob's pattern is a path (`/home/u/**/*.pem`); Grep's `glob` is one by its name.
+    "Glob": {"tool": "glob", "paths": ["path", "pattern"]},
     "Grep": {"tool": "grep", "paths": ["path"]},
 }
 
@@ -116,8 +117,8 @@ class ToolMapping(NamedTuple):
     """One entry of the table: the host tool ``host`` is the OpenClaw tool ``tool``.
 
     ``arguments`` renames host arguments (``None`` drops one; others pass unchanged);
-    ``paths`` are OpenClaw arguments holding file paths, made relative to the working
-    directory when inside it; ``each`` names an array argument whose elements are decided as
+    ``paths`` are OpenClaw arguments holding file paths besides those named as paths
+    (:func:`find_paths`); ``each`` names an array argument whose elements are decided as
     separate calls (their keys join the call's other arguments before the renaming).
     """
 
@@ -216,24 +217,34 @@ class HostMapping:
         return out
 
     def map_call(
-        self, tool_name: Any, tool_input: Any, *, cwd: Any = None, mcp_server: Any = None
+        self,
+        tool_name: Any,
+        tool_input: Any,
+        *,
+        cwd: Any = None,
+        mcp_server: Any = None,
+        workspace: Any = None,
     ) -> MappedCall:
-        """The OpenClaw calls of one host call; raises :class:`MappingError` for a name that
-        is not a string (or is too long), a malformed ``each`` array, or arguments that
-        collide once renamed."""
+        """The OpenClaw calls of one host call, one per file or directory it names
+        (:func:`path_calls`; ``workspace`` defaults to ``cwd``); raises :class:`MappingError`
+        for a name that is not a string (or is too long), a malformed ``each`` array,
+        arguments that collide once renamed, or a path holding a control character."""
         if not isinstance(tool_name, str) or not tool_name.strip():
             raise MappingError("`tool_name` must be a non-empty string")
         if len(tool_name) > MAX_NAME:
             raise MappingError(f"`tool_name` is longer than {MAX_NAME} characters")
         entry = self.entries.get(tool_name)
         if entry is not None:
-            params = [_rename(entry, p, cwd) for p in _split(entry, tool_input)]
-            return MappedCall(tool_name, entry.tool, None, tuple(params))
-        params = _clean_paths(tool_input)
+            renamed = [_rename(entry, p) for p in _split(entry, tool_input)]
+            if entry.tool in SEARCH_TOOLS:  # a search without a root searches the cwd
+                renamed = [_with_root(p, cwd) for p in renamed]
+            params = _each_path(renamed, cwd, workspace, entry.paths)
+            return MappedCall(tool_name, entry.tool, None, params)
+        params = _each_path([tool_input], cwd, workspace, ())
         mcp = mcp_name(tool_name, mcp_server)
         if mcp is not None:
-            return MappedCall(tool_name, mcp, BUNDLE_MCP, (params,))
-        return MappedCall(tool_name, tool_name.strip().lower(), None, (params,))
+            return MappedCall(tool_name, mcp, BUNDLE_MCP, params)
+        return MappedCall(tool_name, tool_name.strip().lower(), None, params)
 
 
 def mcp_name(tool_name: str, server: Any = None) -> str | None:
@@ -286,8 +297,21 @@ def _split(entry: ToolMapping, tool_input: Any) -> list[Any]:
     return out
 
 
-def _rename(entry: ToolMapping, params: Any, cwd: Any) -> Any:
-    """Rename the arguments of one call and make its paths workspace-relative."""
+#: The OpenClaw tools of the table that search a directory: ``path`` is the root, and without
+#: one they search the working directory (Claude Code's Grep and Glob).
+SEARCH_TOOLS = frozenset({"grep", "glob"})
+
+
+def _with_root(params: Any, cwd: Any) -> Any:
+    """A search's arguments with its root: the ``path`` sent, or else the working directory
+    (so that the rules judge what it searches; a search of a home is one of every secret)."""
+    if not isinstance(params, Mapping) or "path" in params or not isinstance(cwd, str):
+        return params
+    return {**params, "path": cwd}
+
+
+def _rename(entry: ToolMapping, params: Any) -> Any:
+    """Rename the arguments of one call."""
     if not isinstance(params, Mapping):
         return params  # the guard refuses arguments that are not an object, with its message
     out: dict[str, Any] = {}
@@ -302,38 +326,200 @@ def _rename(entry: ToolMapping, params: Any, cwd: Any) -> Any:
             )
         out[target] = value
         sources[target] = key
-    for name in entry.paths:
-        value = out.get(name)
-        if isinstance(value, str):
-            out[name] = relative_path(value, cwd)
-            absolute = absolute_path(value, cwd)
-            if absolute is not None and absolute != out[name]:
-                key = absolute_name(name)
-                if key in sources:
-                    raise MappingError(
-                        f"{entry.host}: argument `{sources[key]}` is `{key}`, which the hook "
-                        f"sets (the absolute form of `{name}`)"
-                    )
-                out[key] = absolute
     return out
 
 
-#: The arguments of tools outside the table that :func:`clean_path` cleans (not ``url``: a
-#: URL's ``//`` is no path's).
-CLEANED_ARGUMENTS = tuple(n for n in PATH_ARGUMENTS if n != "url")
+# -- the one mapping principle: every argument that names a file is a path to the rules --------
+
+#: Argument names that name a file or directory wherever they sit (compared lower-cased, without
+#: ``_`` and ``-``), besides those whose last word is one of :data:`_PATH_WORDS`.
+_PATH_NAMES = frozenset(
+    {"cwd", "workdir", "source", "sources", "destination", "include", "exclude"}
+)
+#: Of those, the names other tools also give to text (`source`: a program's code): a value
+#: spanning several lines there is text, not a path.
+_TEXT_TOO = frozenset({"source", "sources", "destination", "include", "exclude"})
+#: The last word of an argument name that names a file or directory (``file_path``,
+#: ``notebookPath``, ``paths``, ``rootDir``, ``glob``), in camelCase or snake_case.
+_PATH_WORDS = frozenset(
+    {"path", "paths", "file", "files", "filename", "filenames", "dir", "dirs", "directory",
+     "directories", "folder", "folders", "root", "roots", "glob", "globs"}
+)  # fmt: skip
+
+#: The attributes the adapters set beside a call's arguments, for the path they judge: its
+#: absolute form and whether it lies in the workspace. What a caller sent under these names is
+#: replaced (:func:`path_calls`).
+PATH_ATTRIBUTES = ("absolutePath", "inWorkspace")
+
+#: At most this many values of one call's arguments are visited looking for paths.
+MAX_VALUES = 100_000
 
 
-def _clean_paths(params: Any) -> Any:
-    """The arguments of a tool outside the table, their path-like ones cleaned."""
+def is_path_name(name: str) -> bool:
+    """Whether the argument ``name`` names files or directories (see :data:`_PATH_WORDS`)."""
+    if len(name) > MAX_NAME:
+        return False
+    flat = name.replace("_", "").replace("-", "").lower()
+    if flat in _PATH_NAMES:
+        return True
+    # The last word: after the last `_`/`-`, or from the last capital of a camelCase name.
+    last = name.replace("-", "_").rpartition("_")[2]
+    for i in range(len(last) - 1, 0, -1):
+        if last[i].isupper() and last[i - 1].islower():
+            last = last[i:]
+            break
+    return last.lower() in _PATH_WORDS
+
+
+def find_paths(
+    params: Any, names: Sequence[str] = (), *, every_string: bool = False
+) -> list[tuple[str, str]]:
+    """Every string of ``params`` that names a file or directory, as ``(where, text)`` in the
+    order of the arguments (``where`` a JSON path: ``files[0].path``, cut short past
+    :data:`_WHERE_MAX` characters): the value of an argument with a path name
+    (:func:`is_path_name`, or one of ``names`` at the top level), or an element of such an
+    array, at any depth of objects and arrays. Linear in the size of ``params``, iterative (no
+    recursion in its depth), at most :data:`MAX_VALUES` values visited (more raise
+    :class:`MappingError`). ``every_string``: every string counts, whatever its name (a write
+    tool of unknown meaning: any of its strings may name a file)."""
+    return [(where, text) for where, text, _, _ in _walk(params, names, every_string)]
+
+
+#: A JSON path in a message is cut here (so that building it costs no more than this a value:
+#: linear time however deep the arguments).
+_WHERE_MAX = 120
+
+
+def _walk(
+    params: Any, names: Sequence[str], every_string: bool
+) -> list[tuple[str, str, str, bool]]:
+    """:func:`find_paths` with, for each path, the name of the argument holding it and whether
+    that is a top-level argument."""
     if not isinstance(params, Mapping):
-        return params
-    found = [n for n in CLEANED_ARGUMENTS if isinstance(params.get(n), str)]
+        return []
+    found: list[tuple[str, str, str, bool]] = []
+    # (value, where, name, whether it sits under a path name, top level); popped in order.
+    stack: list[tuple[Any, str, str, bool, bool]] = []
+    stack.extend(
+        reversed(
+            [
+                (v, str(k), str(k), isinstance(k, str) and (k in names or is_path_name(k)), True)
+                for k, v in params.items()
+            ]
+        )
+    )
+    seen = 0
+    while stack:
+        value, where, name, under_path, top = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise MappingError(f"the arguments hold more than {MAX_VALUES} values")
+        if isinstance(value, str):
+            if under_path or every_string:
+                found.append((where, value, name, top))
+            continue
+        if isinstance(value, Mapping):
+            items = [
+                (v, _join(where, f".{k}"), str(k), isinstance(k, str) and is_path_name(k), False)
+                for k, v in value.items()
+            ]
+        elif isinstance(value, list | tuple):
+            items = [(v, _join(where, f"[{i}]"), name, under_path, False)
+                     for i, v in enumerate(value)]  # fmt: skip
+        else:
+            continue
+        stack.extend(reversed(items))
+    return found
+
+
+def _join(where: str, step: str) -> str:
+    if len(where) >= _WHERE_MAX:
+        return where if where.endswith("...") else where + "..."
+    return where + step[:_WHERE_MAX]
+
+
+def path_calls(
+    params: Any, cwd: Any = None, workspace: Any = None, names: Sequence[str] = ()
+) -> tuple[Any, ...]:
+    """The calls to decide for one call's ``params``: one per distinct file or directory it
+    names (:func:`find_paths`), each the call's arguments with its top-level paths cleaned
+    (:func:`clean_path`: what the host sent, never made relative) and, for that path, its
+    ``absolutePath`` (:func:`absolute_form`) and ``inWorkspace`` (:func:`in_workspace`;
+    ``workspace`` defaults to ``cwd``). A call naming no path is decided as it is. Raises
+    :class:`MappingError` for a path holding a NUL or another control character (no file is
+    named so: garbage is denied) or more than :data:`MAX_EACH` paths."""
+    if not isinstance(params, Mapping):
+        return (params,)
+    found = _walk(params, names, False)
     if not found:
-        return params
-    out = dict(params)
-    for name in found:
-        out[name] = clean_path(out[name])
-    return out
+        return (params,)
+    if workspace is None:
+        workspace = cwd
+    base = {k: v for k, v in params.items() if k not in PATH_ATTRIBUTES}
+    first: list[tuple[str, str]] = []
+    rest: list[tuple[str, str]] = []
+    for where, text, name, top in found:
+        bad = next((c for c in text if c < " " or c == "\x7f"), None)
+        if bad == "\n" and name.replace("_", "").replace("-", "").lower() in _TEXT_TOO:
+            continue
+        if bad is not None:
+            raise MappingError(
+                f"argument `{where}` holds the control character U+{ord(bad):04X}: "
+                "no file is named so"
+            )
+        if top and name in base:
+            base[name] = clean_path(text)
+        (first if top and name == "path" else rest).append((where, text))
+    calls: dict[tuple[str, bool], dict[str, Any]] = {}
+    for _, text in first + rest:
+        absolute = absolute_form(text, cwd)
+        inside = in_workspace(absolute, workspace)
+        if (absolute, inside) not in calls:
+            calls[(absolute, inside)] = {**base, "absolutePath": absolute, "inWorkspace": inside}
+            if len(calls) > MAX_EACH:
+                raise MappingError(f"the arguments name more than {MAX_EACH} paths")
+    return tuple(calls.values()) or (base,)
+
+
+def _each_path(
+    params: Sequence[Any], cwd: Any, workspace: Any, names: Sequence[str]
+) -> tuple[Any, ...]:
+    """:func:`path_calls` of each of a host call's calls, at most :data:`MAX_EACH` in all."""
+    out: list[Any] = []
+    for p in params:
+        out.extend(path_calls(p, cwd, workspace, names))
+    if len(out) > MAX_EACH:
+        raise MappingError(f"the arguments name more than {MAX_EACH} paths")
+    return tuple(out)
+
+
+def absolute_form(path: str, cwd: Any) -> str:
+    """What the rules see as the file ``path`` names: its absolute form
+    (:func:`absolute_path`) when it has one; otherwise (a relative path without an absolute
+    ``cwd``, a ``~`` path) the path cleaned with the ``..`` segments it can resolve resolved
+    (``a/../.env`` is ``.env``; ``../x`` stays)."""
+    absolute = absolute_path(path, cwd)
+    if absolute is not None:
+        return absolute
+    parts: list[str] = []
+    for p in clean_path(path).split("/"):
+        if p == ".." and parts and parts[-1] not in ("..", "~"):
+            parts.pop()
+        elif p != ".":
+            parts.append(p)
+    return "/".join(parts) or "."
+
+
+def in_workspace(absolute: str, workspace: Any) -> bool:
+    """Whether the path whose :func:`absolute_form` is ``absolute`` lies in ``workspace`` (a
+    directory; ``/`` is no workspace). Without an absolute workspace, a relative path that
+    does not climb out with ``..`` is inside, every other is outside."""
+    if not absolute.startswith("/"):
+        return not (absolute == ".." or absolute.startswith(("../", "~")))
+    if not isinstance(workspace, str) or not workspace.startswith("/"):
+        return False
+    base = resolve_path(workspace).rstrip("/")
+    return bool(base) and (absolute == base or absolute.startswith(base + "/"))
 
 
 def absolute_name(name: str) -> str:
@@ -359,7 +545,7 @@ def clean_path(path: str) -> str:
 def resolve_path(path: str) -> str:
     """An absolute ``path`` cleaned and with ``..`` resolved textually (``/usr/../etc`` is
     ``/etc``; never above ``/``). Symbolic links are not followed: the file system may
-    resolve ``link/..`` elsewhere, which is why :func:`relative_path` keeps ``..``."""
+    resolve ``link/..`` elsewhere, which is why :func:`clean_path` keeps ``..``."""
     parts: list[str] = []
     for p in path.split("/"):
         if p == "..":
@@ -379,21 +565,3 @@ def absolute_path(path: str, cwd: Any) -> str | None:
     if not path or path.startswith("~") or not isinstance(cwd, str) or not cwd.startswith("/"):
         return None
     return resolve_path(cwd + "/" + path)
-
-
-def relative_path(path: str, cwd: Any) -> str:
-    """``path`` cleaned (:func:`clean_path`) and relative to the directory ``cwd`` when it
-    lies inside it (``/w/app/src/a.py`` in ``/w/app`` is ``src/a.py``, ``/w/app`` itself is
-    ``.``); otherwise as cleaned, and always when ``cwd`` is ``/`` (the whole file system is no
-    workspace). Purely textual: ``..`` segments stay, for the rules that refuse them."""
-    path = clean_path(path)
-    if not isinstance(cwd, str) or not cwd.startswith("/") or not path.startswith("/"):
-        return path
-    base = resolve_path(cwd).rstrip("/")
-    if not base:
-        return path
-    if path == base:
-        return "."
-    if path.startswith(base + "/"):
-        return path[len(base) + 1 :]
-    return path

@@ -36,6 +36,7 @@ from ..hooks.state import MemorySessionStore, SessionStore
 from ..policyset import PolicySet
 from ..tools.catalog import mcp_tools
 from ..tools.resolve import EmptyAllowlistError, ToolPolicy
+from .mapping import MappingError, path_calls
 
 log = get_logger("cedarlite.hosts")
 
@@ -119,6 +120,8 @@ class McpGate:
         self._store = session_store if session_store is not None else MemorySessionStore()
         self._server = server if isinstance(server, str) and server.strip() else None
         self.session = f"mcp:{uuid.uuid4().hex[:16]}"
+        #: The directory relative paths are judged in, and the workspace (the process's).
+        self.cwd: str | None = _cwd()
         self._tools: dict[str, tuple[str, Mapping[str, Any]]] = {}
         self._listing: dict[str, tuple[str, Mapping[str, Any]]] = {}  # a listing in progress
         self._built: dict[str, str] | None = None  # the tools the current state was built for
@@ -321,13 +324,18 @@ class McpGate:
         if clash is not None:
             reason = f"Tool call blocked: {self._clash(name, clash)}; rename them on the server."
             return Verdict(False, tool, reason)
+        try:  # one decision per file or directory the arguments name, at any depth
+            calls = path_calls({} if arguments is None else arguments, self.cwd)
+        except MappingError as err:
+            return Verdict(False, tool, f"Tool call blocked: {err.message}.")
         asked: list[ApprovalRequest] = []
         token = _ASKING.set((ask, asked))
         try:
             call = {"sessionKey": session or self.session, "toolCallId": call_id}
-            outcome = await guard.abefore_tool_call(
-                tool, {} if arguments is None else arguments, call
-            )
+            for params in calls:
+                outcome = await guard.abefore_tool_call(tool, params, call)
+                if not outcome.allowed:
+                    break
         finally:
             _ASKING.reset(token)
         if outcome.allowed:
@@ -445,6 +453,13 @@ def form_elicitation(capabilities: Any) -> bool:
     if not isinstance(elicitation, Mapping):
         return False
     return "form" in elicitation or "url" not in elicitation
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # removed meanwhile: relative paths are judged as they are
+        return None
 
 
 def _keys(tools: Mapping[str, tuple[str, Any]]) -> dict[str, str]:

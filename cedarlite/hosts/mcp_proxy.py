@@ -563,6 +563,11 @@ class McpProxy:
         await self._send_upstream(line)
 
     async def _client_notification(self, method: str, msg: dict[str, Any], line: bytes) -> None:
+        if method == "tools/call":
+            # A call without `id` is no request: nothing could carry a denial back, and a
+            # call relayed undecided would run. Dropped, whatever the tool.
+            log.warning("cedarlite mcp-proxy: dropped a `tools/call` without `id`")
+            return
         if method == "notifications/cancelled":
             params = msg.get("params")
             key = _key(params.get("requestId")) if isinstance(params, Mapping) else None

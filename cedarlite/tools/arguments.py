@@ -38,12 +38,18 @@ from ..values import I64_MAX, I64_MIN, CedarSet, Record
 from .catalog import ToolsError
 
 #: Argument names that hold paths or locations in common tools, those the shipped ``paths``
-#: rules guard (``absolutePath`` is the hook's absolute form of ``path``): declared optional
-#: ``String`` attributes of plugin and MCP tools whose schema allows arguments it does not
-#: declare (:func:`cedarlite.tools.params.input_type`).
+#: rules guard (``absolutePath`` is the adapters' absolute form of the path judged): declared
+#: optional ``String`` attributes of plugin and MCP tools whose schema allows arguments it does
+#: not declare (:func:`cedarlite.tools.params.input_type`).
 PATH_ARGUMENTS: tuple[str, ...] = (
     "path", "absolutePath", "file_path", "filePath", "file", "directory", "cwd", "workdir", "url",
 )  # fmt: skip
+
+#: The attributes the host adapters set beside a call's arguments for the path they judge
+#: (:func:`cedarlite.hosts.mapping.path_calls`): the ``String`` absolute form and the
+#: ``Bool`` "inside the workspace". They are no parameters of the tool: a schema that refuses
+#: undeclared arguments does not refuse them, and they are in the record when well typed.
+PATH_ATTRIBUTES: tuple[tuple[str, type], ...] = (("absolutePath", str), ("inWorkspace", bool))
 
 # The kinds of a check.
 UNTYPED, STRING, BOOL, LONG, DECIMAL, SET, RECORD, TEXT = range(8)
@@ -84,7 +90,18 @@ class ArgumentPlan(NamedTuple):
         elif params.__class__ is not dict and not isinstance(params, Mapping):
             raise ToolArgumentError(f"arguments of tool `{self.tool}` must be a JSON object")
         check_json_limits(params, lambda: f"arguments of tool `{self.tool}`", ToolArgumentError)
+        added = {}
+        if "absolutePath" in params or "inWorkspace" in params:
+            for name, kind in PATH_ATTRIBUTES:
+                value = params.get(name)
+                if isinstance(value, kind):
+                    added[name] = value
+            closed = self.record[2] if self.record is not None else None
+            if closed is not None:  # a schema that refuses others: not these, unless declared
+                params = {k: v for k, v in params.items() if k not in added or k in closed}
         record = Record() if self.record is None else _record(params, self.record, "", self.tool)
+        if added:
+            record = Record({**record, **added})
         declared = self.declared
         if declared is None or declared.issuperset(params):
             return record

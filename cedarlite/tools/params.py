@@ -247,14 +247,17 @@ def input_type(schema: Mapping[str, Any] | None, plugin: bool = False) -> Record
     """The record type of a tool's arguments: its parameters with a Cedar type and, when the
     schema allows other arguments (whose string values are attributes too), optional strings
     for the names rules commonly read: :data:`PATH_ARGUMENTS` for a ``plugin`` tool (MCP
-    servers and plugins, whose schemas often say little), ``absolutePath`` beside a ``path``
-    (the absolute form the Claude Code hook adds)."""
+    servers and plugins, whose schemas often say little); and on every tool the attributes the
+    host adapters add for the path they judge, ``absolutePath`` and ``inWorkspace``
+    (:data:`cedarlite.tools.arguments.PATH_ATTRIBUTES`)."""
     record = (_record(schema) if schema is not None else None) or RecordType()
-    if not allows_other_arguments(schema):
-        return record
     attrs = dict(record.attributes)
-    for name in PATH_ARGUMENTS if plugin else ("absolutePath",) if "path" in attrs else ():
-        attrs.setdefault(name, Attribute(STRING, required=False))
+    # The adapters' attributes for the path judged (PATH_ATTRIBUTES), on every tool.
+    attrs.setdefault("absolutePath", Attribute(STRING, required=False))
+    attrs.setdefault("inWorkspace", Attribute(BOOL, required=False))
+    if allows_other_arguments(schema) and plugin:
+        for name in PATH_ARGUMENTS:
+            attrs.setdefault(name, Attribute(STRING, required=False))
     return RecordType(attrs)
 
 
