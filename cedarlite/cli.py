@@ -353,7 +353,9 @@ class _Scenario:
     def render(self, issue: Any) -> str:
         """A lint finding located in the file it came from."""
         loc = tuple(issue.loc)
-        if loc[:1] == ("context",):
+        if getattr(issue, "in_tool_list", False) and self.config_at:  # beside `config`
+            doc = self.doc
+        elif loc[:1] == ("context",):
             if self.context_doc is not None:
                 doc, loc = self.context_doc, loc[1:]
             else:
@@ -415,9 +417,10 @@ def _report_findings(args: argparse.Namespace, sc: _Scenario, findings: Sequence
             print(sc.render(finding), file=sys.stderr)
 
 
-def _summary(findings: Sequence[Any]) -> str:
+def _summary(findings: Sequence[Any], more_errors: int = 0) -> str:
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = len(findings) - errors
+    errors += more_errors
     return f"{plural(errors, 'error')}, {plural(warnings, 'warning')}"
 
 
@@ -460,19 +463,48 @@ def cmd_tools_explain(args: argparse.Namespace) -> int:
 def cmd_tools_lint(args: argparse.Namespace) -> int:
     """Every finding on a configuration (a scenario's, or a bare configuration file) and its
     run context; exit 3 if any is an error."""
-    from .tools import lint_config
+    from .impact.hook import is_hook_config
+    from .tools import ToolCatalog, lint_config
+    from .tools.lint import tool_issues
 
     sc = _scenario(args, bare_config=True)
+    tools, hook_error, hook = sc.tools or None, None, is_hook_config(sc.doc.data)
+    if hook:  # a Claude Code hook's: its catalog, its argument maps
+        tools, hook_error = _hook_lint(args.scenario)
     with sc.blame():
-        findings = lint_config(sc.config, sc.tools or None, sc.context)
+        findings = lint_config(sc.config, tools, sc.context, check_tools=not hook)
+        if hook:  # its own `tools` entries, at their place in the file
+            findings = (*tool_issues(ToolCatalog.from_tools(sc.tools)), *findings)
+    more = 0 if hook_error is None else 1
     if args.json:
+        if hook_error is not None:
+            print(hook_error.render(), file=sys.stderr)
         print(json.dumps([f.to_json() for f in findings], indent=2))
     else:
-        for finding in findings:
-            print(sc.render(finding))
+        for text in [*([hook_error.render()] if hook_error else []), *map(sc.render, findings)]:
+            print(text)
             print()
-        print(f"{sc.doc.path}: {_summary(findings) if findings else 'no findings'}")
-    return EXIT_INVALID if any(f.severity == "error" for f in findings) else EXIT_OK
+        summary = _summary(findings, more) if findings or more else "no findings"
+        print(f"{sc.doc.path}: {summary}")
+    if hook_error is not None or any(f.severity == "error" for f in findings):
+        return EXIT_INVALID
+    return EXIT_OK
+
+
+def _hook_lint(path: str) -> tuple[Any, CedarliteError | None]:
+    """A Claude Code hook configuration's catalog (as the hook builds it, before any call)
+    and the first mistake in its argument maps, located (``None`` when there is none)."""
+    from .hosts.claude_code import HookConfig
+
+    try:
+        config = HookConfig.read(path)
+    except CedarliteError as err:
+        return None, err
+    try:
+        config.mapping.check()
+    except CedarliteError as err:
+        return config.catalog(None), config.located(err)
+    return config.catalog(None), None
 
 
 def cmd_tools_schema(args: argparse.Namespace) -> int:
@@ -851,19 +883,30 @@ def cmd_replay(args: argparse.Namespace) -> int:
     would change, per transition and tool. Exit 3 when the configuration or rules do not
     validate, 1 when the replay cannot start or some of the log could not be read at all."""
     from .impact import ReplayError, replay
+    from .impact.hook import hook_replay, is_hook_config
     from .shipped import resolve
     from .tools import ConfigError
 
     args.scenario = args.config  # read as `tools lint` reads its file (a scenario or a config)
     sc = _scenario(args, bare_config=True)
+    rules = [resolve(r) for r in args.rules] if args.rules else None
+    tools, catalog = sc.tools if (args.tools or sc.tools) else None, None
+    if not args.tools and is_hook_config(sc.doc.data):  # a hook's log, with the hook's files
+        try:
+            _, rules, catalog = hook_replay(args.config, args.rules or ())
+        except CedarliteError as err:
+            print(err.render(), file=sys.stderr)
+            return EXIT_INVALID
+        tools = None
     progress = _ProgressBar() if sys.stderr.isatty() else None
     try:
         with sc.blame():
             report = replay(
                 args.log,
                 sc.config,
-                [resolve(r) for r in args.rules] if args.rules else None,
-                tools=sc.tools if (args.tools or sc.tools) else None,
+                rules,
+                tools=tools,
+                catalog=catalog,
                 scheduler=args.scheduler,
                 workers=args.workers,
                 out=args.out,
@@ -1214,7 +1257,8 @@ def _parser() -> argparse.ArgumentParser:
         "--config",
         required=True,
         metavar="FILE",
-        help="the new tools configuration (JSON), or a scenario file with `config` and `tools`",
+        help="the new tools configuration (JSON), a scenario file with `config` and `tools`, "
+        "or a Claude Code hook configuration (its catalog rebuilt as the hook builds it)",
     )
     rp.add_argument(
         "--rules",

@@ -137,7 +137,7 @@ def test_arguments_that_do_not_conform_name_the_argument(
 
 def test_core_tools_have_default_parameter_schemas() -> None:
     assert call_arguments(tool("exec"), {"command": "ls", "env": {"A": "1"}}) == Record(
-        {"command": "ls"}
+        {"command": "ls", "shortOptions": CedarSet()}
     )
     with pytest.raises(ToolArgumentError, match="`action` of tool `process`"):
         call_arguments(tool("process"), {"action": "explode"})
@@ -213,7 +213,7 @@ def test_declared_types_are_kept_and_closed_schemas_expose_nothing_else() -> Non
         call_arguments(closed, {"q": "x", "path": "/etc/shadow"})
     # Typed tools with an open schema show their other string arguments too.
     assert call_arguments(tool("exec"), {"command": "ls", "path": "/etc"}) == Record(
-        {"command": "ls", "path": "/etc"}
+        {"command": "ls", "path": "/etc", "shortOptions": CedarSet()}
     )
     assert call_arguments(tool("deploy"), {"target": "prod", "free": "text"}) == Record(
         {"target": "prod"}  # `free` is an object: a string there is not its value
@@ -226,7 +226,7 @@ def test_integers_beyond_64_bits_are_errors_where_rules_can_see_them() -> None:
     with pytest.raises(ToolArgumentError, match="does not fit in 64 bits"):
         call_arguments(tool("exec"), {"command": "ls", "timeout": 2**64})
     assert call_arguments(tool("exec"), {"command": "ls", "foo": 2**64}) == Record(
-        {"command": "ls"}
+        {"command": "ls", "shortOptions": CedarSet()}
     )
     assert "path" not in call_arguments(loose_tool({"properties": {"path": {}}}), {"path": 2**70})
 

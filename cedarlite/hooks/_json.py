@@ -114,6 +114,8 @@ def encode(
                 emit("{}" if isinstance(item, Mapping) else "[]")
             elif isinstance(item, Mapping):
                 pairs = [(_key(k, other, stack), k, v) for k, v in item.items()]
+                if redact:
+                    pairs = _scrub_keys(pairs, prefix, stack, redacted)
                 if sort_keys:
                     pairs.sort(key=_sort_key)
                 emit("{")
@@ -198,6 +200,8 @@ def _flat(
         cls = v.__class__
         if k.__class__ is not str or not (cls is str or cls is int or cls is bool or v is None):
             return None
+        if redact and _redact.scrub_key(k) is not None:
+            return None  # a credential in a key: the walk writes it scrubbed
         if redact and _redact.secret_key(k):
             text = _REDACTED_TEXT
             redacted.append(prefix + "/" + k.replace("~", "~0").replace("/", "~1"))
@@ -226,6 +230,23 @@ def stable(value: Any) -> str:
 def sha256(text: str) -> str:
     """Hex SHA-256 of text (surrogates passed through, so any ``str`` hashes)."""
     return _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _scrub_keys(
+    pairs: list[tuple[str, Any, Any]], prefix: str, stack: list[list[Any]], redacted: list[str]
+) -> list[tuple[str, Any, Any]]:
+    """An object's members with every credential in their keys replaced; the pointers of the
+    members whose key changed (as written, so that no pointer repeats the secret) go to
+    ``redacted``."""
+    out = []
+    for pair in pairs:
+        key = pair[1]
+        scrubbed = _redact.scrub_key(key) if key.__class__ is str else None
+        if scrubbed is not None:
+            pair = (_escape(scrubbed), scrubbed, pair[2])
+            redacted.append(_pointer(prefix, [*stack, [None, None, True, 0, scrubbed]]))
+        out.append(pair)
+    return out
 
 
 def _sort_key(pair: tuple[str, Any, Any]) -> tuple[int, str]:

@@ -14,7 +14,6 @@ changed policy); README "Guarding an agent" documents every key. This module wri
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -23,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import _json
+from .redact import scrub_text
 
 try:  # pragma: no cover - every POSIX system has it
     import fcntl
@@ -37,8 +37,7 @@ VERSION = 1
 #: enough for JSON parsers that recurse.
 LOG_DEPTH = _json.MAX_PARAM_DEPTH + 44
 
-_dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-_escape = json.encoder.encode_basestring_ascii
+_escape = _json._escape
 
 
 class DecisionLog:
@@ -126,12 +125,17 @@ def _second(whole: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
 
 
+def _safe(value: str) -> str:
+    """A text of the log as JSON, credentials scrubbed."""
+    return _escape(scrub_text(value))
+
+
 def _text(value: str | None) -> str:
-    return "null" if value is None else _escape(value)
+    return "null" if value is None else _safe(value)
 
 
 def _texts(values: Sequence[str]) -> str:
-    return "[" + ",".join([_escape(v) for v in values]) + "]"
+    return "[" + ",".join([_safe(v) for v in values]) + "]"
 
 
 def log_line(
@@ -158,16 +162,19 @@ def log_line(
     error: str | None,
 ) -> str:
     """One line of the log (keys in the documented order; ``approvals`` and ``error`` are
-    cedarlite's additions to version 1)."""
-    failed = ",".join([f'{{"policy":{_escape(p)},"message":{_escape(m)}}}' for p, m in errors])
+    cedarlite's additions to version 1). Credentials are scrubbed from every text, not only
+    from ``params_json`` and ``context_json`` (which the caller redacted): a reason or an error
+    message may quote an argument, an approval its description."""
+    failed = ",".join([f'{{"policy":{_safe(p)},"message":{_safe(m)}}}' for p, m in errors])
+    approvals_json = _json.encode(list(approvals), redact=True)[0] if approvals else "[]"
     return (
         f'{{"v":{VERSION},"ts":"{timestamp(ts)}","session":{_text(session)},'
-        f'"run":{_text(run)},"call_id":{_text(call_id)},"agent":{_escape(agent)},'
-        f'"tool":{_escape(tool)},"plugin":{_text(plugin)},"params":{params_json},'
+        f'"run":{_text(run)},"call_id":{_text(call_id)},"agent":{_safe(agent)},'
+        f'"tool":{_safe(tool)},"plugin":{_text(plugin)},"params":{params_json},'
         f'"redacted":{_texts(redacted)},"context":{context_json},"decision":{_escape(decision)},'
         f'"denied_reason":{_text(denied_reason)},"reason":{_text(reason)},'
         f'"policies":{_texts(policies)},"errors":[{failed}],'
         f'"params_rewritten":{"true" if params_rewritten else "false"},'
         f'"latency_us":{int(latency_us)},"policy_hash":{_escape(policy_hash)},'
-        f'"approvals":{_dumps(list(approvals)) if approvals else "[]"},"error":{_text(error)}}}'
+        f'"approvals":{approvals_json},"error":{_text(error)}}}'
     )

@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from ..tools.catalog import LOOP_DEFAULTS, LOOP_DETECTORS
 from ..tools.names import js_trim, js_truthy
 from . import _json
 
@@ -31,7 +32,7 @@ MAX_WARNING_KEYS = 256
 #: Warnings are emitted once per bucket of this many repetitions.
 BUCKET_SIZE = 10
 
-DETECTORS = ("genericRepeat", "knownPollNoProgress", "pingPong")
+DETECTORS = LOOP_DETECTORS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,16 +67,22 @@ class LoopSettings(NamedTuple):
         detectors = _overlay(
             _object(global_value).get("detectors"), _object(agent_value).get("detectors")
         )
-        warning = _positive(merged.get("warningThreshold"), 10)
-        critical = _positive(merged.get("criticalThreshold"), 20)
+        warning = _positive(merged.get("warningThreshold"), LOOP_DEFAULTS["warningThreshold"])
+        critical = _positive(merged.get("criticalThreshold"), LOOP_DEFAULTS["criticalThreshold"])
         if critical <= warning:
             critical = warning + 1
-        breaker = _positive(merged.get("globalCircuitBreakerThreshold"), 30)
+        breaker = _positive(
+            merged.get("globalCircuitBreakerThreshold"),
+            LOOP_DEFAULTS["globalCircuitBreakerThreshold"],
+        )
         if breaker <= critical:
             breaker = critical + 1
         return cls(
             enabled=merged.get("enabled") is True,
-            history_size=min(_positive(merged.get("historySize"), 30), MAX_HISTORY_SIZE),
+            history_size=min(
+                _positive(merged.get("historySize"), LOOP_DEFAULTS["historySize"]),
+                MAX_HISTORY_SIZE,
+            ),
             warning_threshold=warning,
             critical_threshold=critical,
             global_circuit_breaker_threshold=breaker,

@@ -4,7 +4,9 @@ A value is replaced by ``"[REDACTED]"`` when its key, lower-cased and without ``
 contains one of :data:`SECRET_WORDS`. Inside any string, credentials are replaced in place:
 ``sk-``/``sk_live_``/``ghp_``/``gho_``/``github_pat_``/``xox[abp]-`` tokens, ``AKIA``/``ASIA``
 key ids, JWTs (``eyJ...`` in three base64url parts), PEM private key blocks (to the end of the
-string when the block is cut off), and the token of ``Bearer <token>``.
+string when the block is cut off), and the token of ``Bearer <token>``. Keys are scrubbed the
+same way (:func:`scrub_key`: an object key can be a token too), and so is every text the log
+writes beside the params (reasons, error messages), which may quote an argument.
 
 Every pattern is linear: a token may only start where no key character precedes it (so a scan
 never restarts inside a run it has already read), quantifiers are possessive, and PEM blocks
@@ -66,6 +68,22 @@ def _secret_short(key: str) -> bool:
 def _secret(key: str) -> bool:
     folded = key.lower().replace("-", "").replace("_", "")
     return any(word in folded for word in SECRET_WORDS)
+
+
+def scrub_key(key: str) -> str | None:
+    """:func:`scrub` for an object key (keys repeat from call to call: short ones are cached)."""
+    return _scrub_short(key) if len(key) <= 64 else scrub(key)
+
+
+@lru_cache(maxsize=4096)
+def _scrub_short(key: str) -> str | None:
+    return scrub(key)
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with every credential in it replaced (the text itself when it holds none)."""
+    scrubbed = scrub(text)
+    return text if scrubbed is None else scrubbed
 
 
 def scrub(text: str) -> str | None:

@@ -166,7 +166,7 @@ class HookConfig(NamedTuple):
         try:
             mapping = HostMapping.claude_code(host.get("tools"))
         except MappingError as err:
-            raise HookError(err.message, source=path, help=err.help) from None
+            raise fail(("claudeCode", "tools", *err.loc), err.message, err.help) from None
         texts = tuple((p, _read(p, "rules")) for p in (_shipped(r) for r in rules))
         return cls(
             path,
@@ -180,11 +180,11 @@ class HookConfig(NamedTuple):
         )
 
     def catalog(
-        self, call: MappedCall | None, named: Sequence[str] = ()
+        self, call: MappedCall | None, named: Sequence[str] = (), calls: Sequence[MappedCall] = ()
     ) -> list[Mapping[str, Any]]:
         """The run's tools: the host's built-ins, the configuration's ``tools`` (which replace
         built-ins of the same name), the MCP tools ``named`` by the rules, and the called tool
-        when it is none of these."""
+        (and the other ``calls``' tools: a replay's) when it is none of these."""
         tools: dict[str, Mapping[str, Any]] = {t["name"]: t for t in self.mapping.catalog()}
         for t in self.tools:
             tools.pop(t["name"], None)
@@ -194,9 +194,21 @@ class HookConfig(NamedTuple):
             if name not in names:
                 out.append({"name": name, "pluginId": BUNDLE_MCP})
                 names.add(name)
-        if call is not None and call.tool not in names:
-            out.append(call.tool_entry())
+        for c in (call, *calls) if call is not None else calls:
+            if c.tool not in names:
+                out.append(c.tool_entry())
+                names.add(c.tool)
         return out
+
+    def check(self) -> None:
+        """Raise for the mistakes reading leaves to the build of a guard (not paid on every
+        call): in the argument maps (:meth:`HostMapping.check`) and in the ``tools`` entries
+        (a ``pluginid``: :func:`~cedarlite.tools.lint.tool_issues`)."""
+        from ..tools import ToolCatalog
+        from ..tools.lint import raise_errors, tool_issues
+
+        self.mapping.check()
+        raise_errors(tool_issues(ToolCatalog.from_tools(self.tools)), "tool list")
 
     def rule_sets(self) -> list[PolicySet]:
         """The rule files, parsed (one set per file; errors name the file)."""
@@ -243,8 +255,15 @@ class HookConfig(NamedTuple):
         if isinstance(err, ConfigError) and err.issues:
             issue = next((i for i in err.issues if i.severity == "error"), err.issues[0])
             loc = tuple(issue.loc)
-            loc = loc if loc[:1] == ("context",) and self.at else (*self.at, *loc)
+            top = loc[:1] == ("context",) or issue.in_tool_list  # beside `config`, not in it
+            loc = loc if top and self.at else (*self.at, *loc)
             return issue.to_error(self.text, self.path, json_span(self.text, loc, key=issue.on_key))
+        if isinstance(err, MappingError) and err.loc:
+            loc = ("claudeCode", "tools", *err.loc)
+            span = json_span(self.text, loc, key=not isinstance(loc[-1], int))
+            return HookError(
+                err.message, span=span, text=self.text, source=self.path, help=err.help
+            )
         return err
 
 
@@ -344,6 +363,7 @@ def load_guard(
         except Exception:  # a damaged or foreign entry (any failure to load): build again
             log.info("rebuilding the damaged guard entry %s", entry)
     # Built from the rule texts of the key (each file read and parsed once).
+    config.check()
     sets = config.rule_sets()
     tools = config.catalog(call, named_mcp_tools(sets))
     guard = Guard(config.config, tools, context, rules=sets or None, strict=True)

@@ -106,9 +106,14 @@ _ENTRY_KEYS = ("tool", "arguments", "paths", "each")
 
 class MappingError(CedarliteError):
     """A host call that cannot be mapped (a malformed argument), or a malformed mapping
-    override in a configuration (``path`` names where)."""
+    override in a configuration (``path`` names where; ``loc`` is that place as a JSON path
+    below the overrides, ``()`` when unknown)."""
 
     code = "E0920"
+
+    def __init__(self, message: str, *, loc: tuple[str | int, ...] = (), **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.loc = loc
 
 
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
@@ -134,12 +139,16 @@ class ToolMapping(NamedTuple):
         :class:`MappingError` naming ``path`` and the bad value."""
         where = path or host
         if not isinstance(data, Mapping):
-            raise MappingError(f"`{where}`: a tool mapping must be an object")
+            raise MappingError(f"`{where}`: a tool mapping must be an object", loc=(host,))
         for key in data:
             if key not in _ENTRY_KEYS:
+                from ..tools.lint import did_you_mean
+
                 raise MappingError(
                     f"`{where}`: unknown key `{key}`",
-                    help="the keys are " + ", ".join(f"`{k}`" for k in _ENTRY_KEYS),
+                    help=did_you_mean(key, _ENTRY_KEYS)
+                    or "the keys are " + ", ".join(f"`{k}`" for k in _ENTRY_KEYS),
+                    loc=(host, key),
                 )
         tool = data.get("tool")
         if not isinstance(tool, str) or not tool.strip():
@@ -204,6 +213,17 @@ class HostMapping:
                     entries[host] = ToolMapping.from_json(host, data, f"{path}.{host}")
         return cls(entries, CLAUDE_CODE_BUILTINS)
 
+    def check(self, path: str = "claudeCode.tools") -> None:
+        """Raise :class:`MappingError` for a mistake that reading could not see: a misspelt
+        built-in name (``NotebookEdti``), a rename to a near miss of a parameter the OpenClaw
+        tool requires (``pth`` for ``write``'s ``path``: every call would be denied), a
+        ``paths`` name that no argument has once renamed (the path rules would not see it).
+        Done when a guard is built (``--print-settings``, a changed configuration), not on
+        every call."""
+        for host, entry in self.entries.items():
+            _check_host_name(host, path)
+            _check_argument_map(entry, f"{path}.{host}")
+
     def catalog(self) -> list[dict[str, Any]]:
         """The run's tool list: the OpenClaw tool of every built-in, in table order."""
         names = [m.tool for m in self.entries.values()]
@@ -245,6 +265,61 @@ class HostMapping:
         if mcp is not None:
             return MappedCall(tool_name, mcp, BUNDLE_MCP, params)
         return MappedCall(tool_name, tool_name.strip().lower(), None, params)
+
+
+def _check_host_name(host: Any, path: str) -> None:
+    """An override's host tool name: a misspelt built-in (``NotebookEdti``) is an error; other
+    names (MCP tools, tools newer than this table) are taken as they are."""
+    from ..tools.lint import did_you_mean
+
+    known = (*CLAUDE_CODE_TOOLS, *CLAUDE_CODE_BUILTINS)
+    if host in known or not isinstance(host, str) or host.startswith("mcp__"):
+        return
+    hint = did_you_mean(host, known, cutoff=0.75)
+    if hint is not None:
+        raise MappingError(f"`{path}`: `{host}` is not a Claude Code tool", help=hint, loc=(host,))
+
+
+def _check_argument_map(entry: ToolMapping, path: str) -> None:
+    """An override's argument names: a rename to a near miss of a parameter the OpenClaw tool
+    requires (``pth`` for ``write``'s ``path``), and a ``paths`` name that no argument of the
+    call has once renamed (a host name renamed away, or a near miss), are errors: the first
+    denies every call, the second leaves a path unchecked by the path rules."""
+    from ..tools.lint import did_you_mean
+    from ..tools.params import CORE_PARAMETERS
+
+    schema = CORE_PARAMETERS.get(entry.tool) or TOOL_PARAMETERS.get(entry.tool) or {}
+    properties = list(schema.get("properties", ()))
+    required = list(schema.get("required", ()))
+    targets = [t for t in entry.arguments.values() if t is not None]
+    for source, target in entry.arguments.items():
+        if target is None or target in properties:
+            continue
+        hint = did_you_mean(target, required, cutoff=0.75)
+        if hint is not None:
+            raise MappingError(
+                f"`{path}.arguments.{source}`: `{target}` is not a parameter of `{entry.tool}`",
+                help=hint,
+                loc=(entry.host, "arguments", source),
+            )
+    names = [*targets, *properties]
+    for i, name in enumerate(entry.paths):
+        if name in names:
+            continue
+        if name in entry.arguments:
+            renamed = entry.arguments[name]
+            message = f"`{name}` is renamed to `{renamed}`" if renamed else f"`{name}` is dropped"
+            hint = f"name `{renamed}`" if renamed else None
+        else:
+            message, hint = "", did_you_mean(name, names, cutoff=0.75)
+            if hint is None:
+                continue  # an argument the host sends under that name
+        raise MappingError(
+            f"`{path}.paths[{i}]`: the call has no argument `{name}`"
+            + (f" ({message})" if message else ""),
+            help=hint,
+            loc=(entry.host, "paths", i),
+        )
 
 
 def mcp_name(tool_name: str, server: Any = None) -> str | None:

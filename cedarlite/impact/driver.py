@@ -76,6 +76,7 @@ def replay(
     rules: PolicySet | str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
     *,
     tools: Iterable[Mapping[str, Any]] | None = None,
+    catalog: Callable[[list[dict[str, Any]]], list[Mapping[str, Any]]] | None = None,
     scheduler: Any = None,
     workers: int | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -91,13 +92,14 @@ def replay(
     compressed: ``.gz``, ``.bz2``, ``.xz``...). ``config``: the new tools configuration (an
     object, its JSON text, or a path to a JSON file). ``rules``: the new argument rules, as a
     :class:`~cedarlite.hooks.Guard` takes them. ``tools``: the run's tool list; without it the
-    catalog is the tools the log shows the logged runs had (see the README, "Impact of a
-    policy change"). ``scheduler``: ``None`` (or ``"processes"``) for Dask's local
-    multiprocessing scheduler with ``workers`` processes (default: the CPU count); ``"sync"``
-    for Dask's synchronous scheduler in this process (small logs, debugging); or a
-    ``dask.distributed`` address (``"tcp://host:8786"``) or ``Client``. ``out``: a directory
-    to write ``changes.jsonl``, ``undecidable.jsonl``, ``summary.json`` (and
-    ``changes.parquet`` when pyarrow is installed) into. ``progress(phase, done, total,
+    catalog is the tools the log shows the logged runs had (see the README, "Impact of a policy
+    change"), or, with ``catalog``, what ``catalog`` makes of those (the run's tool list as a
+    host builds it: :func:`~cedarlite.impact.hook.hook_catalog`). ``scheduler``: ``None`` (or
+    ``"processes"``) for Dask's local multiprocessing scheduler with ``workers`` processes
+    (default: the CPU count); ``"sync"`` for Dask's synchronous scheduler in this process (small
+    logs, debugging); or a ``dask.distributed`` address (``"tcp://host:8786"``) or ``Client``.
+    ``out``: a directory to write ``changes.jsonl``, ``undecidable.jsonl``, ``summary.json``
+    (and ``changes.parquet`` when pyarrow is installed) into. ``progress(phase, done, total,
     lines)`` is called as partitions complete (``phase``: ``"tools"`` for the pass that finds
     the catalog, then ``"replay"``).
 
@@ -121,11 +123,14 @@ def replay(
     with _Runner.start(scheduler, workers) as runner:
         if blocksize is None:
             blocksize = auto_blocksize(files, runner.workers)
-        if given is None:
-            catalog = "the tools the log shows"
-            tool_list = _tools_from_log(runner, files, blocksize, max_line, progress)
+        if given is not None:
+            shown, tool_list = "given", given
         else:
-            catalog, tool_list = "given", given
+            shown = "the tools the log shows"
+            tool_list = _tools_from_log(runner, files, blocksize, max_line, progress)
+            if catalog is not None:
+                shown = "the host's, with the tools the log shows"
+                tool_list = [dict(t) for t in tool_list_of(catalog(tool_list))]
         policy = ToolPolicy(config_value, tool_list, strict=strict)
         # The workers take the rules as validated against this catalog (`checked`: they do
         # not validate them again) and start on the log while they are validated here: no
@@ -159,7 +164,7 @@ def replay(
                     progress("replay", done, len(tasks), builder.lines)
             report = builder.report(
                 policy_hash=policy_hash(config_value, tool_list, canonical),
-                catalog=f"{catalog}, {len(policy.catalog.registered):,} tools",
+                catalog=f"{shown}, {len(policy.catalog.registered):,} tools",
                 notes=notes,
             )
             report = replace(

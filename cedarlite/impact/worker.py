@@ -44,6 +44,7 @@ from ..hooks.decision_log import policy_hash
 from ..policyset import PolicySet
 from ..tools.names import norm
 from ..tools.resolve import RuleSet
+from ..values import CedarSet
 from .logline import MAX_LINE, BadLine, LogLine, read_line
 from .reads import ArgumentReads
 from .strings import StringTests
@@ -291,7 +292,8 @@ class Replayer:
         :meth:`Guard.cedar_arguments` (``found``), and what its entry is charged (the text it
         holds, and a little): ``(number, tool)`` for a tool the run does not offer (nothing
         else); ``(number, tool, values, classes)`` of the arguments the tool's policies read
-        (:meth:`ArgumentReads.attributes`), when those are all strings, integers or booleans
+        (:meth:`ArgumentReads.attributes`), when those are all strings, integers, booleans or sets
+        of strings (an ``exec`` call's derived ``shortOptions``)
         (``_ABSENT`` when missing: ``has`` can tell) and of at most :data:`MEMO_TEXT`
         characters; else ``None``. A string read only by ``like`` and equality tests
         (:meth:`ArgumentReads.string_tests`) is in ``values`` as the set of tests it passes
@@ -308,6 +310,13 @@ class Replayer:
         classes = tuple(map(type, values))
         if not _KEYED.issuperset(classes):
             return None
+        extra = 0
+        if CedarSet in classes:  # a set of strings (an exec call's `shortOptions`), keyed whole
+            for v in values:
+                if v.__class__ is CedarSet:
+                    if not all(k.__class__ is str for k in v):
+                        return None
+                    extra += sum(map(len, v)) + len(v)
         if tested:
             keyed = list(values)
             for i, tests in tested:
@@ -315,7 +324,7 @@ class Replayer:
                 if value.__class__ is str:  # (any length: the key holds a number)
                     keyed[i] = tests.key(value)
             values = tuple(keyed)
-        chars = sum([len(v) for v in values if v.__class__ is str])
+        chars = sum([len(v) for v in values if v.__class__ is str]) + extra
         if chars > MEMO_TEXT:
             return None
         return (number, tool, values, classes), 64 + len(tool) + chars
@@ -390,7 +399,7 @@ class _Absent:
 #: (the class is in the key: ``True == 1`` in Python, not in Cedar), the mark of a tool whose
 #: policies may read any argument.
 _ABSENT = _Absent()
-_KEYED = frozenset({str, int, bool, _Absent})
+_KEYED = frozenset({str, int, bool, _Absent, CedarSet})
 _ALL: tuple[str, ...] = ("(all)",)
 
 

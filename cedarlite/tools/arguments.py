@@ -51,6 +51,14 @@ PATH_ARGUMENTS: tuple[str, ...] = (
 #: undeclared arguments does not refuse them, and they are in the record when well typed.
 PATH_ATTRIBUTES: tuple[tuple[str, type], ...] = (("absolutePath", str), ("inWorkspace", bool))
 
+#: The attribute of an ``exec`` call that lists its command's short options, one letter each
+#: (:func:`short_options`).
+SHORT_OPTIONS = "shortOptions"
+
+# Characters the shell removes from a word before the program sees it (`"-q"o`, `\-qo`,
+# `$'-qo'` are all `-qo`).
+_QUOTES = str.maketrans("", "", "\"'\\$")
+
 # The kinds of a check.
 UNTYPED, STRING, BOOL, LONG, DECIMAL, SET, RECORD, TEXT = range(8)
 
@@ -81,6 +89,9 @@ class ArgumentPlan(NamedTuple):
     tool: str
     record: RecordCheck | None
     declared: frozenset[str] | None
+    #: Whether the call's ``command`` is a shell command whose short options rules read
+    #: (:data:`SHORT_OPTIONS`: ``exec``).
+    command: bool = False
 
     def convert(self, params: Any) -> Record:
         """The typed record of a call's arguments (``None``: no arguments); raises
@@ -103,14 +114,39 @@ class ArgumentPlan(NamedTuple):
         if added:
             record = Record({**record, **added})
         declared = self.declared
-        if declared is None or declared.issuperset(params):
-            return record
-        other = {
-            k: v
-            for k, v in params.items()
-            if v.__class__ is str and k.__class__ is str and k not in declared
-        }
-        return Record({**record, **other}) if other else record
+        if declared is not None and not declared.issuperset(params):
+            other = {
+                k: v
+                for k, v in params.items()
+                if v.__class__ is str and k.__class__ is str and k not in declared
+            }
+            if other:
+                record = Record({**record, **other})
+        if self.command:
+            command = record.get("command")
+            if command.__class__ is str:  # derived from the command: never what a call says
+                record = Record({**record, SHORT_OPTIONS: short_options(command)})
+        return record
+
+
+def short_options(command: str) -> CedarSet:
+    """The short options of a shell command, each letter of every cluster as ``-x``:
+    ``pytest -qo x`` holds ``-q`` and ``-o``, as the program reads it.
+
+    A word counts after the shell's quotes are removed (``"-qo"``). Every letter of a cluster
+    counts up to an ``=``, even those that are the value of an option before them
+    (``-kfoo`` holds ``-o``): which options take a value is each program's business, and a
+    forbid on an option must not miss it. ``--long`` options are not listed. Linear time.
+    """
+    found: set[str] = set()
+    for word in command.split():
+        if "-" not in word:
+            continue
+        word = word.translate(_QUOTES)
+        if len(word) < 2 or word[0] != "-" or word[1] == "-":
+            continue
+        found.update("-" + c for c in word[1:].partition("=")[0])
+    return CedarSet(found)
 
 
 def _where(path: str, tool: str) -> str:

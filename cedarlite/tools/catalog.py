@@ -124,6 +124,17 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "messaging": (*(t.id for t in CORE_TOOLS if "messaging" in t.profiles), BUNDLE_MCP),
 }
 
+#: ``loopDetection``'s thresholds and their defaults (spec §11.2), and its detectors: the keys
+#: the hooks read and the strict reading checks (here, not with the configuration models: a
+#: hook process loads this module, never those).
+LOOP_DEFAULTS: Mapping[str, int] = {
+    "historySize": 30,
+    "warningThreshold": 10,
+    "criticalThreshold": 20,
+    "globalCircuitBreakerThreshold": 30,
+}
+LOOP_DETECTORS = ("genericRepeat", "knownPollNoProgress", "pingPong")
+
 #: Owner-only tool names (spec §7) and their approval class (used by ``before_tool_call``).
 OWNER_ONLY_TOOLS: dict[str, str] = {
     "whatsapp_login": "interactive",

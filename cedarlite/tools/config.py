@@ -33,6 +33,9 @@ from ..errors import CedarliteError
 from ..source import Span
 from ..values import I64_MAX
 
+#: The first step of the path of a finding on the run's tool list (``tools[0].name``).
+TOOL_LIST = "tools"
+
 
 class ConfigError(CedarliteError):
     """A tools configuration that cannot be read (or, in strict mode, has ill-typed values).
@@ -73,6 +76,12 @@ class ConfigIssue:
     severity: Severity = "error"
     code: str = "invalid-value"
     on_key: bool = False
+
+    @property
+    def in_tool_list(self) -> bool:
+        """Whether the finding is on the run's tool list (``tools[0].name``), not on the
+        configuration (whose ``tools`` section is an object)."""
+        return len(self.loc) > 1 and self.loc[0] == TOOL_LIST and isinstance(self.loc[1], int)
 
     @property
     def path(self) -> str:

@@ -23,6 +23,7 @@ policy reads (``denny``, ``Tools``, ``also_allow``); other keys are left alone.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,11 +34,19 @@ from .catalog import (
     CORE_GROUPS,
     CORE_TOOL_IDS,
     GROUP_PLUGINS,
+    LOOP_DEFAULTS,
+    LOOP_DETECTORS,
     OWNER_ONLY_TOOLS,
     PROFILES,
     ToolCatalog,
 )
-from .config import ConfigError, ConfigIssue, ToolsConfig, read_config
+from .config import (
+    TOOL_LIST,
+    ConfigError,
+    ConfigIssue,
+    ToolsConfig,
+    read_config,
+)
 from .names import compile_glob, js_trim, js_truthy, match_glob, norm, norm_agent_id, trim_lower
 
 Loc = tuple[str | int, ...]
@@ -98,6 +107,8 @@ AGENT_LIST = "agents"
 NUMBER = "number"
 STRING = "string"
 ANY = "any"
+BOOLEAN = "boolean"  # `true` or `false`
+POSITIVE = "positive"  # a whole number above 0 (loop detection's thresholds)
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,17 @@ _POLICY = Section("a tool policy", _LISTS, closed=True)
 _PROVIDER = Section("a byProvider entry", {"profile": PROFILE, **_LISTS}, closed=True)
 _BY_PROVIDER = Section("`byProvider`", each=_PROVIDER, key_kind="provider")
 _SANDBOX = Section("a sandbox section", {"tools": _POLICY})
+_LOOP_DETECTION = Section(
+    "`loopDetection`",
+    {
+        "enabled": BOOLEAN,
+        **{key: POSITIVE for key in LOOP_DEFAULTS},
+        "detectors": Section(
+            "`loopDetection.detectors`", {d: BOOLEAN for d in LOOP_DETECTORS}, closed=True
+        ),
+    },
+    closed=True,
+)
 _AGENT_TOOLS = Section(
     "an agent's `tools`",
     {
@@ -127,7 +149,7 @@ _AGENT_TOOLS = Section(
         **_LISTS,
         "byProvider": _BY_PROVIDER,
         "sandbox": _SANDBOX,
-        "loopDetection": ANY,
+        "loopDetection": _LOOP_DETECTION,
     },
 )
 _TOOLS = Section(
@@ -279,6 +301,10 @@ class _Linter:
             self.agent_list(value, loc)
         elif kind == NUMBER:
             self.number(value, loc)
+        elif kind == BOOLEAN:
+            self.boolean(value, loc)
+        elif kind == POSITIVE:
+            self.positive(value, loc)
         elif kind == STRING and not isinstance(value, str):
             self.out.append(
                 _error(loc, f"expected a string, not {json_kind(value)}", code="wrong-type")
@@ -408,6 +434,46 @@ class _Linter:
                 )
             )
 
+    def boolean(self, value: Any, loc: Loc) -> None:
+        """A switch: loop detection's ``enabled`` counts only when ``true`` (notes B2), a
+        detector is off for ``false``, ``0`` and ``""`` (C4), a tool's ``optional`` and
+        ``ownerOnly`` only when ``true``; anything but a boolean is an error, read as the spec
+        reads it."""
+        if isinstance(value, bool):
+            return
+        if loc[-1] == "enabled":
+            read = "detection off"
+        elif len(loc) > 1 and loc[-2] == "detectors":
+            read = "the detector off" if not js_truthy(value) else "the detector on"
+        else:
+            read = "`false`"
+        self.out.append(
+            _error(
+                loc,
+                f"expected `true` or `false`, not {json_kind(value)}; the spec reads {read}",
+                _coerce_hint(value, "boolean") or _bool_hint(value),
+                code="wrong-type",
+            )
+        )
+
+    def positive(self, value: Any, loc: Loc) -> None:
+        """A loop detection threshold: a whole number above 0 (``5.0`` counts, notes C3);
+        anything else is an error, read as the default."""
+        number = not isinstance(value, bool) and isinstance(value, int | float)
+        if number and math.isfinite(value) and float(value).is_integer() and value > 0:
+            return
+        key = loc[-1]
+        default = LOOP_DEFAULTS[key] if isinstance(key, str) and key in LOOP_DEFAULTS else None
+        self.out.append(
+            _error(
+                loc,
+                f"expected a whole number above 0, not `{_clip(json.dumps(value, default=repr))}`"
+                f"; the spec reads the default {default}",
+                _coerce_hint(value, "integer"),
+                code="wrong-type",
+            )
+        )
+
     def agent_list(self, value: Any, loc: Loc) -> None:
         if not isinstance(value, list):
             help = (
@@ -472,16 +538,45 @@ class _Linter:
             )
 
 
+_TOOL = Section(
+    "a tool",
+    {
+        "name": STRING,
+        "pluginId": STRING,
+        "optional": BOOLEAN,
+        "ownerOnly": BOOLEAN,
+        "parameters": ANY,
+    },
+)
+
+
+def tool_issues(catalog: ToolCatalog) -> list[ConfigIssue]:
+    """The findings on a run's tool list (spec §4.2), each at ``tools[i]...`` (see
+    :attr:`~cedarlite.tools.ConfigIssue.in_tool_list`): a tool without a string ``name``,
+    values of the wrong type, and unknown keys that look like a known one (``nam``)."""
+    linter = _Linter(catalog)
+    for tool in catalog.tools:
+        loc: Loc = (TOOL_LIST, tool.index)
+        if tool.raw and not isinstance(tool.raw.get("name"), str):
+            message = "a tool needs a `name`, a string; the spec matches no tool by it"
+            linter.out.append(_error(loc, message, code="wrong-type"))
+        linter.section(tool.raw, _TOOL, loc)
+    return linter.out
+
+
 def lint_config(
     config: Mapping[str, Any] | str | None,
     tools: Iterable[Mapping[str, Any]] | ToolCatalog | None = None,
     context: Mapping[str, Any] | None = None,
+    *,
+    check_tools: bool = True,
 ) -> tuple[ConfigIssue, ...]:
     """Every finding on a tools configuration (and a run context), in document order.
 
     ``tools`` (the run's tools or a :class:`ToolCatalog`) is what list entries are checked
-    against (the 32 core tools without it); ``context`` (a run context, spec §4.3) is checked
-    too, its findings' paths starting with ``context``. Each finding is a
+    against (the 32 core tools without it), and, with ``check_tools``, is checked itself
+    (:func:`tool_issues`, paths ``tools[i]...``); ``context`` (a run context, spec §4.3) is
+    checked too, its findings' paths starting with ``context``. Each finding is a
     :class:`~cedarlite.tools.ConfigIssue` with ``severity`` ``"error"`` or ``"warning"``,
     ``path``, ``message`` and ``help``. Raises :class:`~cedarlite.tools.ConfigError` only for
     a configuration that is not a JSON object.
@@ -493,6 +588,8 @@ def lint_config(
     linter = _Linter(catalog)
     linter.section(raw, ROOT, ())
     findings = list(linter.out)
+    if tools is not None and check_tools:
+        findings += tool_issues(linter.catalog)
     if context is not None:
         findings += context_issues(context, set(linter.agents))
     return tuple(findings)
@@ -585,6 +682,17 @@ def _is(value: Any, kind: str) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     return float(value).is_integer() and value >= 0
+
+
+def _bool_hint(value: Any) -> str | None:
+    if value in (1, 0) or (isinstance(value, str) and value.strip().lower() in _YES_NO):
+        yes = value == 1 or (isinstance(value, str) and value.strip().lower() in _YES)
+        return f"write `{'true' if yes else 'false'}`"
+    return None
+
+
+_YES = ("yes", "on", "1", "true")
+_YES_NO = (*_YES, "no", "off", "0", "false")
 
 
 def _coerce_hint(value: Any, kind: str) -> str | None:

@@ -243,15 +243,21 @@ def allows_other_arguments(schema: Any) -> bool:
     return not isinstance(schema, Mapping) or schema.get("additionalProperties") is not False
 
 
-def input_type(schema: Mapping[str, Any] | None, plugin: bool = False) -> RecordType:
+def input_type(
+    schema: Mapping[str, Any] | None, plugin: bool = False, command: bool = False
+) -> RecordType:
     """The record type of a tool's arguments: its parameters with a Cedar type and, when the
     schema allows other arguments (whose string values are attributes too), optional strings
     for the names rules commonly read: :data:`PATH_ARGUMENTS` for a ``plugin`` tool (MCP
     servers and plugins, whose schemas often say little); and on every tool the attributes the
     host adapters add for the path they judge, ``absolutePath`` and ``inWorkspace``
-    (:data:`cedarlite.tools.arguments.PATH_ATTRIBUTES`)."""
+    (:data:`cedarlite.tools.arguments.PATH_ATTRIBUTES`). A ``command`` tool
+    (:func:`runs_commands`) has the optional set :data:`~cedarlite.tools.arguments.SHORT_OPTIONS`
+    too."""
     record = (_record(schema) if schema is not None else None) or RecordType()
     attrs = dict(record.attributes)
+    if command:
+        attrs[arguments.SHORT_OPTIONS] = Attribute(SetType(STRING), required=False)
     # The adapters' attributes for the path judged (PATH_ATTRIBUTES), on every tool.
     attrs.setdefault("absolutePath", Attribute(STRING, required=False))
     attrs.setdefault("inWorkspace", Attribute(BOOL, required=False))
@@ -271,10 +277,18 @@ def argument_plan(tool: ToolInfo) -> ArgumentPlan:
     :mod:`cedarlite.tools.arguments`): plain data, no schema model needed to use it."""
     schema = parameters_of(tool)
     record = None if schema is None else _record_check(schema)
+    command = runs_commands(tool)
     if not allows_other_arguments(schema):
-        return ArgumentPlan(str(tool.name), record, None)
+        return ArgumentPlan(str(tool.name), record, None, command)
     declared = frozenset(name for name, _ in record[0]) if record is not None else frozenset()
-    return ArgumentPlan(str(tool.name), record, declared)
+    return ArgumentPlan(str(tool.name), record, declared, command)
+
+
+def runs_commands(tool: ToolInfo) -> bool:
+    """Whether the tool's ``command`` is a shell command (core ``exec``): its calls have the
+    attribute :data:`~cedarlite.tools.arguments.SHORT_OPTIONS`
+    (:func:`~cedarlite.tools.arguments.short_options`)."""
+    return not tool.is_plugin and tool.normalized == "exec"
 
 
 def _record_check(schema: Any, t: RecordType | None = None) -> RecordCheck:
@@ -431,7 +445,9 @@ def cedar_schema(catalog: ToolCatalog) -> Schema:
     by_action: dict[EntityUID, list[ToolInfo]] = {}
     for t in catalog.registered:
         entity_types[types.of(t)] = EntityTypeDef(
-            types.of(t), frozenset({TOOL_TYPE}), input_type(parameters_of(t), t.is_plugin)
+            types.of(t),
+            frozenset({TOOL_TYPE}),
+            input_type(parameters_of(t), t.is_plugin, runs_commands(t)),
         )
         by_action.setdefault(t.action, []).append(t)
     groups = [*CORE_GROUPS, GROUP_PLUGINS, GROUP_OWNER_ONLY]
@@ -445,7 +461,7 @@ def cedar_schema(catalog: ToolCatalog) -> Schema:
     for name in catalog.names:
         uid = action_uid(name)
         tools = by_action[uid]
-        inputs = {input_type(parameters_of(t), t.is_plugin) for t in tools}
+        inputs = {input_type(parameters_of(t), t.is_plugin, runs_commands(t)) for t in tools}
         context = dict(CONTEXT_ATTRIBUTES)
         ctx_attrs = {k: Attribute(v) for k, v in context.items()}
         if len(inputs) == 1:
