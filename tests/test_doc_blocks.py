@@ -13,6 +13,8 @@ What each info string means (the contract every page follows):
   above it must say ``<!-- run by tests/test_x.py::name -->``, naming a test that exists.
 * ```json must parse (```jsonc too, after its ``//`` comments); ```cedar must parse as policies;
   ```cedarschema as a schema; ```text and ```console are shown output and are not run.
+* Every `cedarlite.x.y` a page names in inline code imports, and every repository path it names
+  (`tests/test_x.py`) exists, so that pages follow the code when modules move.
 * README's first block holds exactly the two commands of the project: the first is run here
   without its ``pip install``, the second is the test command that ``.ci/run`` runs.
 """
@@ -20,6 +22,7 @@ What each info string means (the contract every page follows):
 from __future__ import annotations
 
 import ast
+import importlib
 import io
 import json
 import os
@@ -39,9 +42,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # Pages other helpers are writing, linked before they land; the lead deletes this constant (and
 # its use in `check_link`) once they exist.
-ARRIVING = frozenset(
-    f"docs/{name}.md" for name in ("service", "openclaw", "proofs")
-)
+ARRIVING = frozenset(f"docs/{name}.md" for name in ("service", "openclaw", "proofs"))
 
 LANGUAGES = {"python", "bash", "json", "jsonc", "cedar", "cedarschema", "text", "console"}
 FENCE = re.compile(r"^( *)(`{3,})(.*)$")
@@ -346,3 +347,38 @@ def test_links_resolve(page: Path) -> None:
         if (why := check_link(page, target)) is not None
     ]
     assert not broken, broken
+
+
+# ---------------------------------------------------------------------------------------------
+# Names of code
+
+DOTTED = re.compile(r"`(cedarlite(?:\.\w+)+)`")
+FILES = re.compile(r"`((?:cedarlite|tests|benchmarks|policies|examples|grammar)/[\w./-]*\w)`")
+# The wheel's copies of the shipped directories (not in a checkout)
+IN_THE_WHEEL = {"cedarlite/policies", "cedarlite/examples", "cedarlite/grammar"}
+
+
+def _resolves(dotted: str) -> bool:
+    """A module, or an attribute of the longest module prefix."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_named_code_exists(page: Path) -> None:
+    """Every `cedarlite.x.y` the page names imports, and every repository path it names exists."""
+    text = page.read_text(encoding="utf-8")
+    missing = [d for d in sorted(set(DOTTED.findall(text))) if not _resolves(d)]
+    paths = set(FILES.findall(text)) - IN_THE_WHEEL
+    missing += [f for f in sorted(paths) if not (ROOT / f).exists()]
+    assert not missing, missing
