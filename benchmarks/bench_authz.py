@@ -49,9 +49,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import cedarlite
-from cedarlite.compiler import compiled
-from cedarlite.entities import plain_record
-from cedarlite.request import make_request
+from cedarlite.data.jsonvalue import plain_record
+from cedarlite.data.request import make_request
+from cedarlite.engine.compiler import compiled
 
 try:
     import cedarpy

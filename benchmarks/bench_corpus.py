@@ -11,7 +11,7 @@ shared machine weighs on both alike. The script prints each engine's wall time, 
 and cedarlite's agreement with the expected answers; ``--stages`` alternates the engines at
 every stage of every test and prints each stage's time and ratio (where the time goes).
 The corpus has 3,083 distinct policy texts among its 7,809 tests; cedarlite keeps the parse of
-recent texts (:data:`cedarlite.parser.PARSE_CACHE_CHARS`). The script clears that cache before
+recent texts (:data:`cedarlite.lang.parse.PARSE_CACHE_CHARS`). The script clears that cache before
 every test, so that cedarlite parses every text as cedarpy does; ``--parse-cache`` keeps it
 (what a process loading the same texts again gets).
 """
@@ -53,7 +53,7 @@ def cedarpy_test(test: ConformanceTest) -> int:
 
 def whole_tests(tests: list[ConformanceTest], parse_cache: bool = False) -> None:
     """Each test through both engines, alternating; totals and agreement."""
-    from cedarlite.parser import clear_parse_cache
+    from cedarlite.lang.parse import clear_parse_cache
 
     ours = theirs = 0.0
     matched = their_matched = requests = flags = 0
@@ -86,7 +86,7 @@ def stage_by_stage(tests: list[ConformanceTest], parse_cache: bool = False) -> N
     import cedarpy
 
     import cedarlite
-    from cedarlite.parser import clear_parse_cache
+    from cedarlite.lang.parse import clear_parse_cache
     from cedarlite.schema import Schema
 
     def entities_ours(data: Any, schema: Schema) -> cedarlite.Entities:

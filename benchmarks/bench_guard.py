@@ -45,11 +45,11 @@ from _cli import at_least  # noqa: E402
 from bench_tools import CONFIG, build_tools  # noqa: E402
 
 from cedarlite import PolicySet, Request  # noqa: E402
-from cedarlite.compiler import compiled  # noqa: E402
+from cedarlite.data.values import Record  # noqa: E402
+from cedarlite.engine.compiler import compiled  # noqa: E402
 from cedarlite.hooks import Guard, MemorySessionStore  # noqa: E402
 from cedarlite.tools import ToolPolicy  # noqa: E402
 from cedarlite.tools.params import call_arguments, call_entity  # noqa: E402
-from cedarlite.values import Record  # noqa: E402
 
 try:
     import cedarpy
@@ -220,7 +220,7 @@ def _allowed(result: Any) -> bool:
 
 
 def _cedarpy_request(request: Request) -> dict[str, Any]:
-    from cedarlite.values import to_json_value
+    from cedarlite.data.values import to_json_value
 
     return {
         "principal": str(request.principal),

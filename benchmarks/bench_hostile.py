@@ -27,9 +27,9 @@ from typing import Any
 
 import cedarlite
 from cedarlite.authorizer import make_request
-from cedarlite.compiler import compiled
-from cedarlite.compiler.runtime import make_factory, make_leaf_factory
-from cedarlite.parser import clear_parse_cache
+from cedarlite.engine.compiler import compiled
+from cedarlite.engine.compiler.runtime import make_factory, make_leaf_factory
+from cedarlite.lang.parse import clear_parse_cache
 
 try:
     import cedarpy

@@ -110,10 +110,10 @@ def event(tool: str, tool_input: dict[str, Any], n: int) -> str:
 
 def setup_cedarpy(work: Path) -> tuple[Path, Path]:
     """The policies cedarlite decides with, as Cedar text, and the catalog's entities."""
+    from cedarlite.data.values import to_json_value
     from cedarlite.hosts.claude_code import HookConfig, load_guard
     from cedarlite.hosts.mapping import MappedCall
     from cedarlite.tools.params import call_types, parameters_of
-    from cedarlite.values import to_json_value
 
     config = HookConfig.read(str(EXAMPLE / "cedarlite.json"), RULES)
     context = config.run_context({})

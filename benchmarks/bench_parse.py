@@ -3,8 +3,8 @@
     python benchmarks/bench_parse.py            # the corpus texts, then the hostile shapes
     python benchmarks/bench_parse.py --quick    # fewer texts and rounds (a smoke run)
 
-``parse_policies`` reads valid text with the fast parser (:mod:`cedarlite._fastparse`) and
-hands anything else to the LALR parser (:mod:`cedarlite._policy_lalr`), which every text went
+``parse_policies`` reads valid text with the fast parser (:mod:`cedarlite.lang.parse.fast`) and
+hands anything else to the LALR parser (:mod:`cedarlite.lang.parse.lalr`), which every text went
 through before. Rows:
 
 * the distinct policy texts of the Cedar corpus: per text, ``parse_policies`` (its cache of
@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_hostile import cases
 from corpus import corpus_files
 
-from cedarlite._policy_lalr import parse_lalr
-from cedarlite.parser import clear_parse_cache, parse_policies
+from cedarlite.lang.parse import clear_parse_cache, parse_policies
+from cedarlite.lang.parse.lalr import parse_lalr
 
 
 def _fast(text: str) -> Any:

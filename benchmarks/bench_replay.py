@@ -287,11 +287,11 @@ def _requests(calls: list[tuple[Any, str, Any]]) -> Iterator[tuple[Any, Any, Any
     """(guard, Cedar request, call entity) of each call the run offers with valid arguments,
     built by cedarlite's tool layer (the bench reaches into the guard)."""
     from cedarlite import Request
+    from cedarlite.data.values import Record
     from cedarlite.tools.params import ToolArgumentError, call_arguments, call_entity
-    from cedarlite.values import Record
 
     for guard, tool, params in calls:
-        info = guard._by_norm.get(tool)
+        info = guard._offered.by_norm.get(tool)
         if info is None:
             continue
         try:
@@ -308,17 +308,17 @@ def _requests(calls: list[tuple[Any, str, Any]]) -> Iterator[tuple[Any, Any, Any
 def _bare_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
     """(compiled policies, request, entities) of the calls the guard takes to Cedar: what the
     guard's decision costs without the guard."""
-    from cedarlite.entities import overlay_closed
+    from cedarlite.data.entities import overlay_closed
 
     out = []
     for guard, request, entity in _requests(calls):
         closed = guard.policy.entities.overlay([entity])[entity.uid]
-        out.append((guard._compiled, request, overlay_closed(guard.policy.entities, closed)))
+        out.append((guard._rules.compiled, request, overlay_closed(guard.policy.entities, closed)))
     return out
 
 
 def _cedarpy_rows(calls: list[tuple[Any, str, Any]]) -> list[tuple[Any, ...]]:
-    from cedarlite.values import to_json_value
+    from cedarlite.data.values import to_json_value
 
     out = []
     handles: dict[int, Any] = {}

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from .ast import Effect
     from .authorizer import is_authorized, is_authorized_batch
-    from .entities import Entities, Entity, EntityProvider
+    from .data.entities import Entities, Entity, EntityProvider
+    from .data.request import Request
+    from .data.response import Decision, PolicyError, Response
+    from .data.values import CedarSet, EntityUID, Record
     from .errors import (
         CedarliteError,
         EntitiesError,
@@ -35,34 +37,32 @@ if TYPE_CHECKING:
         ValidationError,
     )
     from .impact import ReplayReport, replay
+    from .lang.ast import Effect
     from .policyset import PolicySet
-    from .request import Request
-    from .response import Decision, PolicyError, Response
     from .schema import Schema
     from .schema.validator import ValidationIssue, ValidationResult, validate
-    from .values import CedarSet, EntityUID, Record
 
 # INVARIANT: the same names as the imports above and as __all__ (tests/test_layering.py).
 _EXPORTS: dict[str, str] = {
-    "CedarSet": ".values",
+    "CedarSet": ".data.values",
     "CedarliteError": ".errors",
-    "Decision": ".response",
-    "Effect": ".ast",
-    "Entities": ".entities",
+    "Decision": ".data.response",
+    "Effect": ".lang.ast",
+    "Entities": ".data.entities",
     "EntitiesError": ".errors",
-    "Entity": ".entities",
-    "EntityProvider": ".entities",
-    "EntityUID": ".values",
+    "Entity": ".data.entities",
+    "EntityProvider": ".data.entities",
+    "EntityUID": ".data.values",
     "EvaluationError": ".errors",
     "ParseError": ".errors",
-    "PolicyError": ".response",
+    "PolicyError": ".data.response",
     "PolicySet": ".policyset",
     "PolicySetError": ".errors",
-    "Record": ".values",
+    "Record": ".data.values",
     "ReplayReport": ".impact",
-    "Request": ".request",
+    "Request": ".data.request",
     "RequestError": ".errors",
-    "Response": ".response",
+    "Response": ".data.response",
     "Schema": ".schema",
     "SchemaError": ".errors",
     "ValidationError": ".errors",

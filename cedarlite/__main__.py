@@ -17,16 +17,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     hook command line ends the process once it has answered."""
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:1] == ["hook"]:
+        # lazy on purpose: only a hook command line switches the collector off
         import gc
 
         gc.disable()  # a hook process lives for one event (see run_process), imports included
+        # lazy on purpose: a hook process loads the hook, never the command line
         from .hosts.claude_code import HookOptions, run_process
 
         options = HookOptions.from_argv(words[1:])
         if options is not None:
             run_process(options)
         gc.enable()
-    from .cli import main as cli_main
+    # lazy on purpose: the command line loads only for a call that is not a hook
+    from .cli.main import main as cli_main
 
     return cli_main(words)
 

@@ -9,7 +9,7 @@ decides the match: O(n·m) at worst for a string of length n and a pattern of le
 practice, and never the exponential backtracking of a regex with several ``.*``.
 
 Patterns are compiled once into :data:`Segments` (the AST keeps ``like`` patterns as tuples
-of literal strings and :data:`~cedarlite.ast.WILDCARD`; tool globs are plain text).
+of literal strings and :data:`~cedarlite.lang.ast.WILDCARD`; tool globs are plain text).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ GlobLines = tuple[tuple[str, ...], tuple[Segments, ...]]
 
 @lru_cache(maxsize=4096)
 def compile_glob(glob: str) -> GlobLines:
-    """A tool glob (``*`` is the only special character, spec §3.3) ready for
+    """A tool glob (``*`` is the only special character, docs/tool-policy.md §3.3) ready for
     :func:`match_glob`."""
     parts = _LINE_BREAK.split(glob)
     return tuple(parts[1::2]), tuple(tuple(line.split("*")) for line in parts[0::2])

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .data.values import quote_string
 from .source import Span
-from .values import quote_string
 
 # One token: a string, a number or literal, or punctuation. Each alternative matches without
 # backtracking over the input (a string is a run of non-special characters and escapes).

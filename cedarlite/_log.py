@@ -39,6 +39,7 @@ class Logger:
                 except Exception:  # a message that cannot be formatted is not worth failing for
                     sink(str(msg))
             return
+        # lazy on purpose: a hook process never imports logging (test_layering)
         import logging
 
         kwargs.setdefault("stacklevel", 3)  # the caller of debug()/info()/..., not this module

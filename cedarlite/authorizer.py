@@ -1,10 +1,11 @@
 """Authorization: one entry point over both engines, above both.
 
 :func:`is_authorized` and :func:`is_authorized_batch` read the inputs (policy text, entity JSON,
-request dicts), then decide with the compiled decision index (:mod:`cedarlite.compiler`, the
-default) or with the reference interpreter
-(:func:`cedarlite.evaluator.evaluate_policies`, which the compiled engine is checked against).
-Either way the answer is a :class:`~cedarlite.response.Response` made by deny-overrides.
+request dicts), then decide with the compiled decision index (:mod:`cedarlite.engine.compiler`,
+the default) or with the reference interpreter
+(:func:`cedarlite.engine.evaluator.evaluate_policies`, which the compiled engine is checked
+against). Either way the answer is a :class:`~cedarlite.data.response.Response` made by
+deny-overrides.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .compiler import compiled
-from .entities import Entities
-from .policyset import PolicySet
-from .request import Request, make_request
+from .data.entities import Entities
+from .data.request import Request, make_request
 
-# Decision and PolicyError are re-exported: they lived here before cedarlite.response.
-from .response import Decision, PolicyError, Response  # noqa: F401
+# Decision and PolicyError are re-exported: they lived here before cedarlite.data.response.
+from .data.response import Decision, PolicyError, Response  # noqa: F401
+from .engine.compiler import compiled
+from .policyset import PolicySet
 
 if TYPE_CHECKING:
     from .schema.model import Schema
@@ -64,7 +65,7 @@ def is_authorized(
     With a ``schema``, entity JSON and the context are read by their declared types and, when
     ``validate``, the request is checked against the action's ``appliesTo``.
     ``cache=True`` keeps answers for repeated identical requests (see
-    :meth:`cedarlite.compiler.CompiledPolicySet.authorize`; it never returns a stale answer).
+    :meth:`cedarlite.engine.compiler.CompiledPolicySet.authorize`; it never returns a stale answer).
     ``engine="reference"`` uses the interpreter instead of the compiled decision index (the
     two always agree; the reference exists to check that).
     Bad input raises a :class:`~cedarlite.CedarliteError`; evaluation errors never do (they
@@ -76,16 +77,17 @@ def is_authorized(
         and policies.__class__ is PolicySet
         and entities.__class__ is Entities
     ):  # the usual call, straight to the compiled set (one decision is a few microseconds)
-        index = policies._cache.get("compiled") or compiled(policies)
+        index = compiled(policies)
         if request.__class__ is dict and not cache:  # (CompiledPolicySet.decide, inlined)
-            response = index._authorize_plain(request, entities)
+            response = index.decide_plain(request, entities)
             if response is not None:
                 return response
         return index.decide(request, entities, cache=cache)
     _check_engine(engine)
     ps, ents = coerce_inputs(policies, entities, schema)
     if engine == "reference":
-        from .evaluator import evaluate_policies  # the AST and the interpreter, only when asked
+        # the AST and the interpreter, only when asked
+        from .engine.evaluator import evaluate_policies
 
         req = make_request(request, schema=schema, validate=validate)
         return evaluate_policies(ps.active, req, ents)

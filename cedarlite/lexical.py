@@ -1,6 +1,6 @@
 """The language's lexical facts that both the parser and the runtime need: reserved
 identifiers, the rules for identifiers and entity type names, and the wildcard element of
-``like`` patterns. (Kept out of :mod:`cedarlite.ast` so that deciding from a compiled policy
+``like`` patterns. (Kept out of :mod:`cedarlite.lang.ast` so that deciding from a compiled policy
 set never builds the syntax tree classes.)
 """
 

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import os
 from _thread import allocate_lock  # threading.Lock, without importing threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from .data.request import parse_entity_uid
+from .data.values import EntityUID
 from .errors import CedarliteError, PolicySetError
-from .request import parse_entity_uid
-from .values import EntityUID
 
 if TYPE_CHECKING:
-    from .ast import Policy, Scope
+    from .lang.ast import Policy, Scope
+
+
+T = TypeVar("T")
 
 
 class PolicyOrigin(NamedTuple):
@@ -52,7 +55,15 @@ class PolicySet:
         "source",
     )
 
-    def __init__(self, policies: Iterable[Policy] = (), *, source: str | None = None) -> None:
+    def __init__(
+        self,
+        policies: Iterable[Policy] = (),
+        *,
+        source: str | None = None,
+        origins: Mapping[str, PolicyOrigin] | None = None,
+    ) -> None:
+        """A set of ``policies`` read from ``source``; ``origins`` gives each policy's own
+        source and text instead (a set built from the policies of several files)."""
         self.source = source
         self._cache: dict[str, Any] = {}
         self._pending: tuple[str, bool] | None = None
@@ -61,7 +72,7 @@ class PolicySet:
         # (None: every policy and template of a set parsed from text).
         self._positional: frozenset[str] | None = frozenset()
         # Per-policy origin, for sets combined from several sources (None: all from `source`).
-        self._origins: Mapping[str, PolicyOrigin] | None = None
+        self._origins = None if origins is None else MappingProxyType(dict(origins))
         self._loaded = self._index(tuple(policies))
 
     def _index(
@@ -98,7 +109,9 @@ class PolicySet:
         if self._pending is not None:
             with self._lock:
                 if self._pending is not None:
-                    from ._shapes import parse_fast
+                    # lazy on purpose: a set loaded from the compile cache decides without it
+                    # (test_layering)
+                    from .lang.parse.shapes import parse_fast
 
                     text, strict = self._pending
                     self._loaded = self._index(tuple(parse_fast(text, self.source, strict=strict)))
@@ -123,7 +136,8 @@ class PolicySet:
         Raises :class:`~cedarlite.ParseError` (and :class:`~cedarlite.PolicySetError` for two
         policies with the same ``@id``).
         """
-        from ._shapes import parse_fast
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
+        from .lang.parse.shapes import parse_fast
 
         policies = parse_fast(text, source, strict=strict)
         positional = None
@@ -157,9 +171,10 @@ class PolicySet:
         text = _read_policy_file(name)
         if cache_dir is None or cache_dir is False or id_annotations:
             return cls.from_str(text, name, strict=strict, id_annotations=id_annotations)
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
         from ._cache_dir import ensure_private, private_dir
-        from .compiler import compiled
-        from .compiler.cache import load_compiled, store_compiled
+        from .engine.compiler import compiled
+        from .engine.compiler.cache import load_compiled, store_compiled
 
         directory = private_dir("policies") if cache_dir is True else ensure_private(cache_dir)
         index = load_compiled(directory, text, strict)
@@ -224,14 +239,16 @@ class PolicySet:
         Policy ids are the JSON object keys (a single policy is ``policy0``). Raises
         :class:`~cedarlite.ParseError` naming the JSON path (and line and column, for text).
         """
-        from .est import policy_set_from_json
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
+        from .lang.est import policy_set_from_json
 
         return policy_set_from_json(data, cls, source, strict=strict)
 
     def to_json(self) -> dict[str, Any]:
         """Cedar's JSON policy format (EST) of the set, as Rust's ``PolicySet::to_json`` writes
         it: ``{"templates", "staticPolicies", "templateLinks"}`` (``json.dumps`` it to save)."""
-        from .est import policy_set_to_json
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
+        from .lang.est import policy_set_to_json
 
         try:
             return policy_set_to_json(self)
@@ -257,6 +274,14 @@ class PolicySet:
         if cached is None:
             cached = self._cache["active"] = tuple(p for p in self._policies if not p.is_template)
         return cached
+
+    def derived(self, key: str, make: Callable[[PolicySet], T]) -> T:
+        """``make(self)``, computed on first use and kept with the set (a set never changes):
+        its compiled form (``"compiled"``, :func:`cedarlite.engine.compiler.compiled`), say."""
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = make(self)
+        return value
 
     @property
     def text(self) -> str | None:
@@ -285,7 +310,8 @@ class PolicySet:
         start = policy.span.start
         # Pad so that lines and columns come out as in the original text.
         padded = "\n" * (policy.span.line - 1) + " " * (policy.span.column - 1)
-        from .parser import parse_policies
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
+        from .lang.parse import parse_policies
 
         (reparsed,) = parse_policies(padded + text[start : policy.span.end], source)
         return replace(reparsed, id=policy.id)
@@ -406,7 +432,8 @@ class PolicySet:
 
     def to_cedar(self) -> str:
         """Canonical Cedar text of the whole set (templates included, links not)."""
-        from .printer import print_policies
+        # lazy on purpose: a set loaded from the compile cache decides without it (test_layering)
+        from .lang.printer import print_policies
 
         return print_policies(p for p in self._policies if p.template_id is None)
 
@@ -529,7 +556,7 @@ def _as_uid(value: Any, slot: str) -> EntityUID:
 
 
 def _fill(scope: Scope, links: Mapping[str, EntityUID]) -> Scope:
-    from .ast import ScopeOp, SlotId  # linking only: a set loaded from a cache has no AST
+    from .lang.ast import ScopeOp, SlotId  # linking only: a set loaded from a cache has no AST
 
     slot = scope.slot
     if slot is None:

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .authorizer import Decision, Response, is_authorized
-from .entities import Entities, load_json
+from .data.entities import Entities
+from .data.jsonvalue import load_json
 from .errors import CedarliteError
 from .policyset import PolicySet
 
@@ -269,6 +270,7 @@ def _cedar_cases(doc: list[Any], source: str) -> tuple[PolicyTest, ...]:
 
 
 def _conformance_suite(doc: dict[str, Any], source: str) -> TestSuite:
+    # lazy on purpose: only test files that name a schema need the schema stage
     from .schema.model import Schema
 
     _require(doc, ("policies", "entities", "schema", "requests"), "test file", source)
@@ -384,6 +386,7 @@ def _run_suite(suite: TestSuite) -> list[TestResult]:
     out: list[TestResult] = []
     blocked = ""
     if suite.schema is not None:
+        # lazy on purpose: only test files that name a schema need the schema stage
         from .schema.validator import validate
 
         result = validate(suite.policies, suite.schema)

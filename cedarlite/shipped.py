@@ -58,6 +58,7 @@ def _local_folder(kind: str) -> str | None:
 def _folder(kind: str) -> Traversable:
     local = _local_folder(kind)
     if local is not None:
+        # lazy on purpose: a hook process never imports pathlib (test_layering)
         from pathlib import Path
 
         return Path(local)
@@ -80,6 +81,7 @@ def _file(kind: str, name: str) -> Traversable:
     name = name.removeprefix(PREFIX)
     names = _names(kind)
     if name not in names:
+        # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
         from .schema.model import did_you_mean
 
         listed = ", ".join(f"`{n}`" for n in names)
@@ -123,6 +125,7 @@ def load_policies(*names: str) -> PolicySet:
     One file keeps its ids (``policy0``...); several are merged with each id prefixed by the
     file's name (``paths:policy0``); reports name policies by ``@id`` either way.
     """
+    # lazy on purpose: only loading a shipped policy set parses
     from dataclasses import replace
 
     from .policyset import PolicySet

@@ -1,6 +1,6 @@
 """A step-by-step oracle of loop detection (spec §11.2 and loop-detection-notes.md).
 
-Written from the spec's text, independently of ``cedarlite.hooks.loops``: plain dicts and
+Written from the spec's text, independently of ``cedarlite.guard.loops``: plain dicts and
 lists, recursion, no shared helpers. The property test in ``test_guard_loops.py`` drives the
 guard and this oracle with the same calls and outcomes and compares every veto and event.
 """

@@ -19,8 +19,8 @@ import pytest
 
 import cedarlite
 from cedarlite import _cache_dir
-from cedarlite.compiler import CompiledPolicySet
-from cedarlite.compiler.cache import cache_key
+from cedarlite.engine.compiler import CompiledPolicySet
+from cedarlite.engine.compiler.cache import cache_key
 from cedarlite.errors import CacheError
 
 POLICY = 'permit (principal, action == Action::"read", resource);'
@@ -285,7 +285,7 @@ def test_concurrent_processes_share_one_compile_cache_entry(tmp_path):
 
 _PARSE_BOTH = textwrap.dedent(
     """
-    from cedarlite._policy_lalr import parse_lalr  # (valid text alone never needs the tables)
+    from cedarlite.lang.parse.lalr import parse_lalr  # (valid text alone never needs the tables)
     from cedarlite.schema import Schema
     ps = parse_lalr('permit (principal, action, resource) when { 1 < 2 };')
     schema = Schema.from_str("entity U; action view appliesTo { principal: U, resource: U };")
@@ -315,7 +315,7 @@ def test_a_grammar_file_planted_where_lark_used_to_cache_is_never_loaded(tmp_pat
     old_style = textwrap.dedent(
         """
         from lark import Lark
-        from cedarlite._lalr import grammar_text
+        from cedarlite.lang.parse.lalr_driver import grammar_text
         for name, placeholders in (("cedar.lark", False), ("cedarschema.lark", True)):
             Lark(grammar_text(name), parser="lalr", maybe_placeholders=placeholders, cache=True)
         """

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 import cedarlite
 from cedarlite import testing
-from cedarlite.ast import Effect, Policy, Scope, Var
-from cedarlite.compiler import CompiledPolicySet, compiled
-from cedarlite.compiler.cache import cache_key
+from cedarlite.engine.compiler import CompiledPolicySet, compiled
+from cedarlite.engine.compiler.cache import cache_key
+from cedarlite.lang.ast import Effect, Policy, Scope, Var
 
 # Example counts scale with the Hypothesis profile (100 by default, 1000 under `thorough`).
 N = settings.default.max_examples
@@ -77,7 +77,7 @@ def test_pickled_compiled_form_decides_the_same(sc):
     index = compiled(sc.policy_set)
     clone = pickle.loads(pickle.dumps(index))
     ents = cedarlite.Entities.from_json(sc.entities)
-    req = cedarlite.request.make_request(sc.request)
+    req = cedarlite.data.request.make_request(sc.request)
     assert clone.authorize(req, ents, cache=False) == index.authorize(req, ents, cache=False)
 
 
@@ -89,14 +89,14 @@ def test_a_walk_made_once_decides_like_the_reference(sc):
     ref, _ = both(sc)
     index = compiled(sc.policy_set)
     ents = cedarlite.Entities.from_json(sc.entities)
-    p, a, r, context = cedarlite.request.make_request(sc.request)
+    p, a, r, context = cedarlite.data.request.make_request(sc.request)
     reached = index.reach(p, a, r, ents)
     assert sorted(map(id, reached)) == sorted(
         map(id, index.groups(cedarlite.Request(p, a, r, context), ents))
     )
     assert index.authorize_reached(reached, p, a, r, context, ents) == ref
     # the same walk decides another context of the same entities
-    empty = cedarlite.values.Record()
+    empty = cedarlite.data.values.Record()
     other = cedarlite.Request(p, a, r, empty)
     expected = cedarlite.is_authorized(other, sc.policy_set, ents, engine="reference")
     assert index.authorize_reached(reached, p, a, r, empty, ents) == expected
@@ -110,7 +110,7 @@ def test_index_only_evaluates_matching_scopes():
     )
     ps = cedarlite.PolicySet.from_str(text)
     index = compiled(ps)
-    req = cedarlite.request.make_request(
+    req = cedarlite.data.request.make_request(
         {
             "principal": 'User::"u7"',
             "action": 'Action::"read"',
@@ -340,7 +340,7 @@ def test_pickled_compiled_sets_keep_their_code_for_the_same_python_only(monkeypa
         for n in (0, 10, 30)
     ]
     expected = [cedarlite.is_authorized(r, ps) for r in requests]
-    from cedarlite.compiler import runtime
+    from cedarlite.engine.compiler import runtime
 
     compiles = []
     real = runtime.make_leaf_factory
@@ -354,7 +354,7 @@ def test_pickled_compiled_sets_keep_their_code_for_the_same_python_only(monkeypa
     assert len(compiles) == 20
     for index in (same, other):
         ents = cedarlite.Entities()
-        reqs = [cedarlite.request.make_request(r) for r in requests]
+        reqs = [cedarlite.data.request.make_request(r) for r in requests]
         assert [index.authorize(r, ents) for r in reqs] == expected
 
 
@@ -446,7 +446,7 @@ def test_request_dicts_decide_like_the_reference(changes):
     assert _compiled_or_error(req, ps, ents) == _reference_or_error(req, ps, ents)
     index = compiled(ps)
     try:
-        expected = index.authorize(cedarlite.request.make_request(req), ents)
+        expected = index.authorize(cedarlite.data.request.make_request(req), ents)
     except cedarlite.CedarliteError as err:
         with pytest.raises(type(err), match="^" + __import__("re").escape(str(err)) + "$"):
             index.decide(req, ents)
@@ -476,8 +476,8 @@ def test_request_dicts_with_str_subclass_fields_decide_like_the_reference():
 def test_request_dicts_against_a_store_of_malformed_uids_decide_like_the_reference():
     """A store built in Python may hold a uid with an invalid type name: a request naming it
     is read by make_request (which refuses it), not found and decided."""
-    from cedarlite.entities import Entity
-    from cedarlite.values import EntityUID
+    from cedarlite.data.entities import Entity
+    from cedarlite.data.values import EntityUID
 
     bad = EntityUID("Not A Type", "a")
     ents = cedarlite.Entities([Entity(bad), Entity(cedarlite.EntityUID("User", "a"))])
@@ -491,7 +491,7 @@ def test_request_dicts_against_a_store_of_malformed_uids_decide_like_the_referen
 def test_large_groups_of_one_scope_split_into_leaves():
     """More policies with one scope than a leaf holds: split, with reasons and errors still
     in policy order, forbids overriding across leaves."""
-    from cedarlite.compiler.index import LEAF_SIZE
+    from cedarlite.engine.compiler.index import LEAF_SIZE
 
     n = 3 * LEAF_SIZE + 7
 
@@ -567,7 +567,7 @@ def test_unconstrained_paths_of_the_tree_end_in_a_flat_group_also_after_pickling
 def test_request_uids_not_in_the_store_are_remembered_within_bounds():
     """uid_of remembers the uids it makes (a hook's resource is read once per process), at
     most 4,096 and only short ones, and refuses what is not a uid."""
-    from cedarlite.request import SEEN_UIDS, uid_of
+    from cedarlite.data.request import SEEN_UIDS, uid_of
 
     uid = uid_of("Session", "s-remembered")
     assert (
@@ -586,7 +586,7 @@ def test_request_uids_not_in_the_store_are_remembered_within_bounds():
 def test_a_leaf_that_runs_out_of_stack_reports_the_policy_and_goes_on():
     """The generated `except RecursionError` names a global of the leaf's namespace (which
     has no builtins): a policy that runs out of stack is reported, never a NameError."""
-    from cedarlite.compiler.runtime import DEEP_MESSAGE, build_leaf
+    from cedarlite.engine.compiler.runtime import DEEP_MESSAGE, build_leaf
 
     def deep() -> bool:
         raise RecursionError
@@ -732,8 +732,8 @@ _NEEDLE_CHARS = "ab .-/~$;Z\n"
     st.text(_NEEDLE_CHARS, max_size=30),
 )
 def test_a_substring_index_finds_what_searching_each_substring_finds(needles, text):
-    from cedarlite.compiler.codegen import substring_index
-    from cedarlite.compiler.runtime import contains_any
+    from cedarlite.engine.compiler.codegen import substring_index
+    from cedarlite.engine.compiler.runtime import contains_any
 
     index = substring_index(needles)
     assert contains_any(text, index) == any(n in text for n in needles)
@@ -750,8 +750,8 @@ def test_many_substring_tests_on_one_read_match_the_reference(middles, command):
     """Sixteen or more `like "*s*"` tests on one read are searched through a substring index
     (`_has_any`): the same answers and errors as the reference, the other tests of the run
     (prefixes, exact strings) kept."""
-    from cedarlite.compiler.codegen import leaf_source
-    from cedarlite.values import quote_string
+    from cedarlite.data.values import quote_string
+    from cedarlite.engine.compiler.codegen import leaf_source
 
     tests = [f"resource.command like {quote_string('*' + m.strip('*') + '*')}" for m in middles]
     tests += ['resource.command like "ab*"', 'resource.command == "~"']
@@ -775,7 +775,7 @@ def test_patterns_no_str_method_matches_are_tested_behind_their_literals(pattern
     """A `like` pattern that no str method matches alone runs the matcher only when the
     string has the pattern's last (else first, else middle) literal: the same answers, alone
     or in a run of tests, and the same error for a value that is not a string."""
-    from cedarlite.compiler.codegen import leaf_source
+    from cedarlite.engine.compiler.codegen import leaf_source
 
     alone = f'context.s like "{pattern}"'
     run = f'context.s like "{pattern}" || context.s == "zz" || context.s like "q*"'

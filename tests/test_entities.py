@@ -6,10 +6,10 @@ import pytest
 
 import cedarlite
 from cedarlite import Entities, EntitiesError, EntityUID, Request, RequestError, Schema
-from cedarlite.entities import Entity
-from cedarlite.ext import Decimal, IPAddr
-from cedarlite.request import make_request
-from cedarlite.values import CedarSet, Record
+from cedarlite.data.entities import Entity
+from cedarlite.data.ext import Decimal, IPAddr
+from cedarlite.data.request import make_request
+from cedarlite.data.values import CedarSet, Record
 
 U = EntityUID
 
@@ -285,7 +285,7 @@ def test_enumerated_ids_are_checked_for_entities_and_parents() -> None:
 def test_an_entity_with_other_attributes_is_the_entity_built_with_them():
     from dataclasses import FrozenInstanceError, fields
 
-    from cedarlite.entities import with_attrs
+    from cedarlite.data.entities import with_attrs
 
     parent = EntityUID("Tool", "exec")
     proto = Entity(EntityUID("Call", "c"), Record(), frozenset({parent}), Record(t="x"))
@@ -306,7 +306,7 @@ def test_overlays_are_freed_by_reference_counting_not_left_to_the_collector():
     # making one overlay per call left one cycle per call for the garbage collector.
     import gc
 
-    from cedarlite.entities import overlay_closed
+    from cedarlite.data.entities import overlay_closed
 
     base = Entities([Entity(EntityUID("Tool", "t"))])
     proto = base.overlay(

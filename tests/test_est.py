@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 import cedarlite
 from cedarlite import ParseError, PolicySet, testing
-from cedarlite.parser import MAX_NESTING
+from cedarlite.lang.parse import MAX_NESTING
 
 cedarpy = pytest.importorskip("cedarpy")
 

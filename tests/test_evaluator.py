@@ -17,12 +17,12 @@ import pytest
 
 import cedarlite
 from cedarlite import Entities, PolicySet
+from cedarlite.data.ext import Datetime, Decimal, Duration, IPAddr
+from cedarlite.data.request import make_request
+from cedarlite.data.values import CedarSet, EntityUID, Record
+from cedarlite.engine.evaluator import evaluate
 from cedarlite.errors import EvaluationError
-from cedarlite.evaluator import evaluate
-from cedarlite.ext import Datetime, Decimal, Duration, IPAddr
-from cedarlite.parser import parse_policies
-from cedarlite.request import make_request
-from cedarlite.values import CedarSet, EntityUID, Record
+from cedarlite.lang.parse import parse_policies
 
 ENTITIES = [
     {

@@ -1,4 +1,4 @@
-"""Tests of the extension types (``cedarlite.ext``): unit tests, then a differential test
+"""Tests of the extension types (``cedarlite.data.ext``): unit tests, then a differential test
 against the Rust engine (cedarpy).
 
 The differential test builds small typed expression trees over the extension functions, renders
@@ -20,8 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cedarlite.errors import EvaluationError
-from cedarlite.ext import (
+from cedarlite.data.ext import (
     CONSTRUCTORS,
     EXTENSION_TYPES,
     FUNCTIONS,
@@ -34,7 +33,8 @@ from cedarlite.ext import (
     from_extn_json,
     lookup,
 )
-from cedarlite.values import CedarSet, cedar_eq, to_cedar, to_json_value, type_name
+from cedarlite.data.values import CedarSet, cedar_eq, to_cedar, to_json_value, type_name
+from cedarlite.errors import EvaluationError
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -931,7 +931,7 @@ def test_spec_examples_agree_with_cedarpy(expr: str) -> None:
 def test_days_in_month_matches_the_calendar_module():
     import calendar
 
-    from cedarlite.ext.datetime import _days_in_month
+    from cedarlite.data.ext.datetime import _days_in_month
 
     for year in range(10000):  # Cedar's four-digit years
         for month in range(1, 13):

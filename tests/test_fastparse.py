@@ -1,6 +1,6 @@
-"""The fast parser for valid text (:mod:`cedarlite._fastparse`) against the LALR parser.
+"""The fast parser for valid text (:mod:`cedarlite.lang.parse.fast`) against the LALR parser.
 
-:func:`cedarlite.parser.parse_policies` tries the fast parser first and runs the LALR parser
+:func:`cedarlite.lang.parse.parse_policies` tries the fast parser first and runs the LALR parser
 only when it gives up, so the fast parser must never accept a text the LALR parser rejects,
 nor build a different tree. Every check here runs both on the same text and asserts that
 either the fast parser gave up, or both accept and build the same policies: ids, annotations,
@@ -24,11 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_parse_differential import FRAGMENTS, SNIPPETS, mutations
 
-from cedarlite import ast, testing
-from cedarlite._fastparse import MAX_NESTING, parse_valid
-from cedarlite._policy_lalr import parse_lalr
+from cedarlite import testing
 from cedarlite.errors import ParseError
-from cedarlite.parser import parse_policies
+from cedarlite.lang import ast
+from cedarlite.lang.parse import MAX_NESTING, parse_policies
+from cedarlite.lang.parse.fast import parse_valid
+from cedarlite.lang.parse.lalr import parse_lalr
 
 ROOT = Path(__file__).resolve().parent.parent
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
@@ -310,7 +311,7 @@ def test_string_escapes_decode_as_the_lalr_parser_does(body: str) -> None:
 def test_parsed_texts_are_kept_within_a_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """Parsing a text again returns equal policies from the cache (a new list each time);
     strictness is part of the key, errors are not kept, and the budget evicts oldest first."""
-    from cedarlite import parser
+    from cedarlite.lang import parse as parser
 
     monkeypatch.setattr(parser, "_cache", {})
     monkeypatch.setattr(parser, "_cache_chars", 0)

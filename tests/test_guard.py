@@ -533,7 +533,7 @@ def test_engine_errors_fail_closed_even_when_hooks_fail_open(monkeypatch):
         def authorize(self, *args, **kwargs):
             raise RuntimeError("engine bug")
 
-    monkeypatch.setattr(guard, "_compiled", Exploding())
+    monkeypatch.setattr(guard._rules, "compiled", Exploding())
     out = guard.before_tool_call("exec", {"command": "ls"}, CALL)
     assert out.failure and out.reason == "Tool call blocked because before_tool_call hook failed"
 
@@ -764,17 +764,17 @@ def test_call_entities_never_leak_between_calls_or_tools():
     for tool, params in calls * 2:
         alone = make().before_tool_call(tool, params, CALL)
         assert shared.before_tool_call(tool, params, CALL) == alone, (tool, params)
-    for proto in shared._call_entities.values():  # the prebuilt entities stay argument-free
+    for proto in shared._offered.call_entities.values():  # the prebuilt entities stay argument-free
         assert not proto.attrs
 
 
 def test_a_closed_overlay_is_the_overlay_of_the_call_entity():
-    from cedarlite.entities import Entity, overlay_closed
-    from cedarlite.values import Record
+    from cedarlite.data.entities import Entity, overlay_closed
+    from cedarlite.data.values import Record
 
     guard = make()
-    base = guard._entities
-    for proto in guard._call_entities.values():
+    base = guard._offered.entities
+    for proto in guard._offered.call_entities.values():
         entity = Entity(proto.uid, Record(command="ls"), proto.parents, proto.tags, proto.ancestors)
         closed, built = overlay_closed(base, entity), base.overlay([entity])
         assert closed == built and len(closed) == len(built) == len(base) + 1
@@ -793,14 +793,14 @@ def test_the_scope_walk_of_a_tool_is_made_once_per_run_and_never_shared_between_
     config = {"tools": {"profile": "coding"}, "agents": {"list": [{"id": "main"}, {"id": "ops"}]}}
     main = Guard(config, TOOLS, {"agentId": "main"}, rules=rules)
     assert main.before_tool_call("exec", {"command": "ls"}, CALL).action == "allow"
-    assert set(main._routes) == {"exec"}
+    assert set(main._offered.routes) == {"exec"}
     ops = main.for_context({"agentId": "ops"})
-    assert ops._routes == {} and main._routes != {}
+    assert ops._offered.routes == {} and main._offered.routes != {}
     out = ops.before_tool_call("exec", {"command": "ls"}, CALL)
     assert out.action == "block" and out.policies == ("policy5",)
     assert main.before_tool_call("exec", {"command": "ls"}, CALL).action == "allow"
     again = pickle.loads(pickle.dumps(ops))
-    assert again._routes == {}
+    assert again._offered.routes == {}
     for params in ({"command": "ls"}, {"command": "rm -rf /"}):
         assert again.before_tool_call("exec", params, CALL) == ops.before_tool_call(
             "exec", params, CALL
@@ -830,16 +830,16 @@ def test_a_malformed_call_fails_closed_and_says_why(call, error):
 
 
 def test_outcomes_are_outcomes_field_by_field():
-    # `_allow` and `_block` build the named tuple from a plain tuple: the fields land where
+    # `allow` and `block` build the named tuple from a plain tuple: the fields land where
     # the constructor puts them.
-    from cedarlite.hooks.guard import Outcome, _Call
+    from cedarlite.guard.call import Call, allow, block
+    from cedarlite.guard.outcome import Outcome
 
-    guard = make()
-    c = _Call("Exec", {"command": "ls"}, CALL)
+    c = Call("Exec", {"command": "ls"}, CALL)
     c.policies, c.warnings = ("p",), ("w",)
-    assert guard._allow(c) == Outcome("allow", "exec", c.params, policies=("p",), warnings=("w",))
+    assert allow(c) == Outcome("allow", "exec", c.params, policies=("p",), warnings=("w",))
     c.error = "boom"
-    blocked = guard._block(c, "policy", "no", failure=True)
+    blocked = block(c, "policy", "no", failure=True)
     assert (
         type(blocked) is Outcome
         and blocked._asdict()
@@ -855,5 +855,5 @@ def test_outcomes_are_outcomes_field_by_field():
             error="boom",
         )._asdict()
     )
-    assert guard._block(c, "policy", "no").error is None
+    assert block(c, "policy", "no").error is None
     assert c.call == {"sessionKey": "agent:main:1", "toolCallId": "call-1", "runId": "run-1"}

@@ -1,4 +1,4 @@
-"""The guard's JSON walk (``cedarlite.hooks._json``): canonical text, its fast path, depth."""
+"""The guard's JSON walk (``cedarlite.guard._json``): canonical text, its fast path, depth."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cedarlite.hooks import _json
+from cedarlite.guard import _json
 
 scalars = st.one_of(
     st.none(),

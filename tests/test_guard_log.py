@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from cedarlite.guard import _json as guard_json
+from cedarlite.guard.decision_log import LOG_DEPTH
+from cedarlite.guard.redact import scrub
 from cedarlite.hooks import DecisionLog, Guard, MemorySessionStore
-from cedarlite.hooks import _json as guard_json
-from cedarlite.hooks.decision_log import LOG_DEPTH
-from cedarlite.hooks.redact import scrub
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = [
@@ -421,7 +421,7 @@ def test_a_dropped_guard_closes_its_log(tmp_path):
     import gc
 
     guard = make(tmp_path / "log.jsonl")
-    fd = guard._log._fd
+    fd = guard._record.log._fd
     os.fstat(fd)
     del guard
     gc.collect()

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from cedarlite.hooks import Guard, LoopSettings, MemorySessionStore
-from cedarlite.hooks.loops import (
+from cedarlite.guard.loops import (
     MAX_WARNING_KEYS,
     HistoryEntry,
     LoopState,
@@ -20,6 +19,7 @@ from cedarlite.hooks.loops import (
     check_call,
     outcome_hash,
 )
+from cedarlite.hooks import Guard, LoopSettings, MemorySessionStore
 
 TOOLS = [{"name": n} for n in ("exec", "process", "read", "command_status")]
 RUNNING = {"details": {"status": "running"}, "content": [{"type": "text", "text": "..."}]}
@@ -342,7 +342,7 @@ def _entry(call_id, result=None, args="read:h"):
 
 def test_outcome_matching_by_id_and_pending():
     s = LoopSettings(enabled=True, history_size=5)
-    from cedarlite.hooks.loops import record_outcome
+    from cedarlite.guard.loops import record_outcome
 
     state = LoopState((_entry("a"), _entry(None), _entry("b")))
     # given id: that entry

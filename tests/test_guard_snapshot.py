@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from cedarlite.guard.sqlite_store import SQLiteSessionStore
+from cedarlite.guard.state import DEFAULT_STORE, MemorySessionStore
 from cedarlite.hooks import Guard, SessionState
-from cedarlite.hooks.sqlite_store import SQLiteSessionStore
-from cedarlite.hooks.state import DEFAULT_STORE, MemorySessionStore
 
 CONFIG = {
     "tools": {
@@ -126,7 +126,13 @@ def test_a_guard_restored_in_a_fresh_process_decides_without_the_schema(tmp_path
     expected = [[a, r, d, list(p), params] for a, r, d, p, params in answers(guard())]
     assert decided == expected
     assert any(d[2] == "invalid-arguments" for d in decided)  # the compiled checks ran
-    unneeded = ("cedarlite.schema", "cedarlite.ast", "cedarlite.tools.params", "pydantic", "lark")
+    unneeded = (
+        "cedarlite.schema",
+        "cedarlite.lang.ast",
+        "cedarlite.tools.params",
+        "pydantic",
+        "lark",
+    )
     assert not [m for m in modules if m.startswith(unneeded)]
 
 
@@ -237,7 +243,7 @@ def test_sqlite_store_waits_then_fails_when_locked(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from cedarlite.hooks.sqlite_store import SQLiteSessionStore
+from cedarlite.guard.sqlite_store import SQLiteSessionStore
 store = SQLiteSessionStore(sys.argv[1], timeout=30)
 for i in range(int(sys.argv[3])):
     store.update("shared", lambda s, k=f"{sys.argv[2]}-{i}": (s.with_approval(k), None))

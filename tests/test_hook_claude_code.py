@@ -28,9 +28,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cedarlite.cli import _hook_parser, _top_parser
+from cedarlite.cli.main import _hook_parser, _top_parser
+from cedarlite.guard.sqlite_store import SQLiteSessionStore
 from cedarlite.hooks import Outcome
-from cedarlite.hooks.sqlite_store import SQLiteSessionStore
 from cedarlite.hosts.claude_code import (
     DEFAULT_DEADLINE,
     HookConfig,

@@ -23,7 +23,17 @@ from hypothesis import strategies as st
 import cedarlite
 from cedarlite import Entities, PolicySet
 from cedarlite._glob import compile_glob, like_segments, match, match_glob
-from cedarlite.ast import (
+from cedarlite.data.jsonvalue import preview
+from cedarlite.data.values import MAX_VALUE_DEPTH, MAX_VALUE_SIZE, CedarSet, Record
+from cedarlite.engine.compiler import compiled
+from cedarlite.engine.compiler.codegen import CODEGEN_DEPTH
+from cedarlite.errors import (
+    CedarliteError,
+    EntitiesError,
+    ParseError,
+    RequestError,
+)
+from cedarlite.lang.ast import (
     WILDCARD,
     And,
     Arith,
@@ -42,22 +52,12 @@ from cedarlite.ast import (
     Variable,
     depth,
 )
-from cedarlite.compiler import compiled
-from cedarlite.compiler.codegen import CODEGEN_DEPTH
-from cedarlite.entities import preview
-from cedarlite.errors import (
-    CedarliteError,
-    EntitiesError,
-    ParseError,
-    RequestError,
-)
-from cedarlite.parser import MAX_NESTING, parse_policies
-from cedarlite.printer import print_expr, print_policies
+from cedarlite.lang.parse import MAX_NESTING, parse_policies
+from cedarlite.lang.printer import print_expr, print_policies
 from cedarlite.tools import ConfigError, load_config
 from cedarlite.tools.names import glob_match
 from cedarlite.tools.params import ToolArgumentError
 from cedarlite.tools.resolve import ToolPolicy
-from cedarlite.values import MAX_VALUE_DEPTH, MAX_VALUE_SIZE, CedarSet, Record
 
 ENGINES = ("compiled", "reference")
 MB = 1_000_000
@@ -430,7 +430,7 @@ def test_chain_nodes_are_canonical() -> None:
     with pytest.raises(ValueError):
         Arith((a, b, c), (BinOp.ADD, BinOp.MUL))
     with pytest.raises(ValueError):
-        cedarlite.ast.Binary(BinOp.ADD, a, b)
+        cedarlite.lang.ast.Binary(BinOp.ADD, a, b)
     assert If(a, b, c) == If(a, b, c) and SetLit((a,)) != SetLit((b,))
 
 

@@ -31,48 +31,60 @@ PACKAGE = ROOT / "cedarlite"
 # Bottom first. A name stands for that module and, unless a longer name is listed, the
 # modules below it (``cedarlite.tools`` covers the whole tools package: one stage).
 LAYERS: list[list[str]] = [
+    # The ground floor: what every stage may use.
     ["cedarlite._version", "cedarlite._log", "cedarlite._sha", "cedarlite._trampoline"],
     ["cedarlite.source", "cedarlite.lexical"],
     ["cedarlite.errors"],
-    ["cedarlite.values", "cedarlite._cache_dir"],
-    ["cedarlite._glob"],
+    ["cedarlite._cache_dir", "cedarlite._glob"],
+    # data: Cedar's values, the extension types, entities, requests and responses.
+    ["cedarlite.data"],  # the package itself imports nothing
+    ["cedarlite.data.values"],
     ["cedarlite._jsonloc"],
-    ["cedarlite.ext._base"],
-    ["cedarlite.ext.datetime", "cedarlite.ext.decimal", "cedarlite.ext.ipaddr"],
-    ["cedarlite.ext"],
-    ["cedarlite.ast"],
-    ["cedarlite._ops"],
-    ["cedarlite.entities"],
-    ["cedarlite.request"],
-    ["cedarlite.response"],
-    ["cedarlite.evaluator"],
-    ["cedarlite.compiler.index", "cedarlite.compiler.runtime"],
-    ["cedarlite.compiler.codegen"],
-    ["cedarlite.compiler"],
-    ["cedarlite.compiler.cache"],
-    ["cedarlite._fastparse"],
-    ["cedarlite._lalr"],  # the only modules that import lark: _lalr, _policy_lalr, schema._human
-    ["cedarlite._policy_lalr"],
-    ["cedarlite.parser"],
-    ["cedarlite._shapes"],
-    ["cedarlite.est"],
-    ["cedarlite.printer"],
+    ["cedarlite.data.ext._base"],
+    ["cedarlite.data.ext.datetime", "cedarlite.data.ext.decimal", "cedarlite.data.ext.ipaddr"],
+    ["cedarlite.data.ext"],
+    ["cedarlite.data.jsonvalue"],
+    ["cedarlite.data.entities", "cedarlite.data.request"],
+    ["cedarlite.data.response"],
+    # lang: the syntax tree, the parsers (the only modules that import lark: lalr_driver, lalr
+    # and schema._human), Cedar's JSON policy format and the printer.
+    ["cedarlite.lang"],  # the package itself imports nothing
+    ["cedarlite.lang.ast"],
+    ["cedarlite.lang.parse.rules"],  # the language's rules both parsers read
+    ["cedarlite.lang.parse.fast"],
+    ["cedarlite.lang.parse.lalr_driver"],
+    ["cedarlite.lang.parse.lalr"],
+    ["cedarlite.lang.parse"],
+    ["cedarlite.lang.parse.shapes"],
+    ["cedarlite.lang.est"],
+    ["cedarlite.lang.printer"],
+    # engine: the reference interpreter and the compiler to a decision index.
+    ["cedarlite.engine"],  # the package itself imports nothing
+    ["cedarlite.engine.ops"],
+    ["cedarlite.engine.evaluator"],
+    ["cedarlite.engine.compiler.index", "cedarlite.engine.compiler.runtime"],
+    ["cedarlite.engine.compiler.codegen"],
+    ["cedarlite.engine.compiler"],
+    ["cedarlite.engine.compiler.cache"],
+    # The policy set, the schema and the authorizer: the public face of the language core.
     ["cedarlite.policyset"],
     ["cedarlite.schema.types"],
     ["cedarlite.schema.defs"],
     ["cedarlite.schema.conform"],
-    ["cedarlite.schema._human", "cedarlite.schema._json"],
+    ["cedarlite.schema._human", "cedarlite.schema._json"],  # the formats, read by the model
     ["cedarlite.schema.model"],
     ["cedarlite.schema"],
     ["cedarlite.schema._lattice"],
     ["cedarlite.schema._typecheck"],
     ["cedarlite.schema.validator"],
     ["cedarlite.authorizer"],
+    # For policy authors and agents: tests, tool policy, the guard, its hosts, the replay.
     ["cedarlite.runtests"],
     ["cedarlite.shipped"],
     ["cedarlite.testing"],
     ["cedarlite.tools"],
-    ["cedarlite.hooks"],
+    ["cedarlite.guard"],
+    ["cedarlite.hooks"],  # the guard's public names under their first home
     ["cedarlite.hosts"],
     ["cedarlite.impact"],
     ["cedarlite.cli"],
@@ -268,13 +280,13 @@ def test_a_decision_from_the_compile_cache_loads_no_parser_ast_schema_or_pydanti
     assert not _heavy(set(mods))
     # Nor the syntax tree, the interpreter or the code generator: the cached form is enough.
     unneeded = (
-        "cedarlite.parser",
-        "cedarlite._lalr",
-        "cedarlite._shapes",
-        "cedarlite.printer",
-        "cedarlite.ast",
-        "cedarlite.evaluator",
-        "cedarlite.compiler.codegen",
+        "cedarlite.lang.parse",
+        "cedarlite.lang.parse.lalr_driver",
+        "cedarlite.lang.parse.shapes",
+        "cedarlite.lang.printer",
+        "cedarlite.lang.ast",
+        "cedarlite.engine.evaluator",
+        "cedarlite.engine.compiler.codegen",
     )
     assert not [m for m in mods if m.startswith(("cedarlite.schema", "cedarlite.tools"))]
     assert not [m for m in mods if m in unneeded]
@@ -288,9 +300,9 @@ def test_a_decision_from_policy_text_loads_the_parser_but_no_lark_schema_or_pyda
         "print(json.dumps([r.decision.value, sorted(sys.modules)]))"
     )
     decision, mods = json.loads(python(code))
-    assert decision == "Allow" and "cedarlite.parser" in mods
+    assert decision == "Allow" and "cedarlite.lang.parse" in mods
     # Valid text is read by the fast parser: Lark and the LALR parser load only for errors.
-    assert not [m for m in mods if m.startswith(("lark", "cedarlite._policy_lalr"))]
+    assert not [m for m in mods if m.startswith(("lark", "cedarlite.lang.parse.lalr"))]
     assert not [m for m in mods if m.startswith(("pydantic", "cedarlite.schema"))]
 
 
@@ -304,7 +316,7 @@ def test_a_policy_text_error_loads_the_lalr_parser():
     )
     message, mods = json.loads(python(code))
     assert message.startswith("unexpected token `}`")
-    assert {"lark", "cedarlite._policy_lalr"} <= set(mods)
+    assert {"lark", "cedarlite.lang.parse.lalr"} <= set(mods)
 
 
 # A hook process (one per tool call) ends with os._exit once it has answered: the wrapper lists
@@ -329,26 +341,30 @@ _HOOK_PROCESS = textwrap.dedent(
 # configuration models, the compilers, the CLI or logging.
 HOOK_MODULES = frozenset(
     {
-        "cedarlite", "cedarlite._cache_dir", "cedarlite._glob", "cedarlite._log", "cedarlite._ops",
-        "cedarlite._sha",
-        "cedarlite._version", "cedarlite.compiler", "cedarlite.compiler.index",
-        "cedarlite.compiler.runtime", "cedarlite.entities", "cedarlite.errors", "cedarlite.ext",
-        "cedarlite.ext._base", "cedarlite.ext.datetime", "cedarlite.ext.decimal",
-        "cedarlite.ext.ipaddr", "cedarlite.hooks", "cedarlite.hooks._json",
-        "cedarlite.hooks.approvals", "cedarlite.hooks.guard", "cedarlite.hooks.loops",
-        "cedarlite.hooks.redact", "cedarlite.hooks.sqlite_store", "cedarlite.hooks.state",
+        "cedarlite", "cedarlite._cache_dir", "cedarlite._glob", "cedarlite._log", "cedarlite._sha",
+        "cedarlite._version", "cedarlite.errors", "cedarlite.lexical", "cedarlite.source",
+        "cedarlite.data", "cedarlite.data.values", "cedarlite.data.ext", "cedarlite.data.ext._base",
+        "cedarlite.data.ext.datetime", "cedarlite.data.ext.decimal", "cedarlite.data.ext.ipaddr",
+        "cedarlite.data.entities", "cedarlite.data.jsonvalue", "cedarlite.data.request",
+        "cedarlite.data.response",
+        "cedarlite.engine", "cedarlite.engine.ops", "cedarlite.engine.compiler",
+        "cedarlite.engine.compiler.index", "cedarlite.engine.compiler.runtime",
+        "cedarlite.guard", "cedarlite.guard._json", "cedarlite.guard.approvals",
+        "cedarlite.guard.approving", "cedarlite.guard.build", "cedarlite.guard.call",
+        "cedarlite.guard.decide", "cedarlite.guard.outcome", "cedarlite.guard.pipeline",
+        "cedarlite.guard.plugins", "cedarlite.guard.record", "cedarlite.guard.loops",
+        "cedarlite.guard.redact", "cedarlite.guard.sqlite_store", "cedarlite.guard.state",
         "cedarlite.hosts", "cedarlite.hosts.claude_code", "cedarlite.hosts.mapping",
-        "cedarlite.lexical", "cedarlite.request", "cedarlite.response", "cedarlite.shipped",
-        "cedarlite.source", "cedarlite.tools", "cedarlite.tools.arguments",
-        "cedarlite.tools.catalog", "cedarlite.tools.names", "cedarlite.values",
+        "cedarlite.shipped", "cedarlite.tools", "cedarlite.tools.arguments",
+        "cedarlite.tools.catalog", "cedarlite.tools.names",
     }
 )  # fmt: skip
 # Named apart for clear failures; none of them may load either.
 HOOK_NEVER = (
     "lark", "pydantic", "cachetools", "logging", "argparse", "hashlib", "_hashlib", "pathlib",
-    "importlib.resources", "cedarlite.ast", "cedarlite.parser", "cedarlite.schema",
+    "importlib.resources", "cedarlite.lang", "cedarlite.schema",
     "cedarlite.policyset", "cedarlite.tools.params", "cedarlite.tools.config", "cedarlite.cli",
-    "cedarlite.hooks.decision_log",
+    "cedarlite.guard.decision_log",
 )  # fmt: skip
 
 
@@ -382,7 +398,7 @@ def test_a_warm_hook_process_loads_only_what_a_decision_needs(tmp_path, loops):
     # The first call builds the guard: the parser, the schema and the configuration models
     # load (which shows that the listing sees them; valid rules need no Lark).
     answer, cold = _hook_process(tmp_path, path, {"command": "git status"})
-    assert answer == "allow" and {"pydantic", "cedarlite.parser"} <= cold
+    assert answer == "allow" and {"pydantic", "cedarlite.lang.parse"} <= cold
     # Later calls load the built guard from the state directory.
     for command, expected in (("git status", "allow"), ("rm -rf /", "deny")):
         answer, warm = _hook_process(tmp_path, path, {"command": command})
@@ -419,7 +435,7 @@ def test_the_facade_loads_submodules_on_access_and_rejects_unknown_names():
         "import cedarlite, sys\n"
         "assert 'cedarlite.tools' not in sys.modules\n"
         "assert cedarlite.tools.resolve_tools is not None\n"
-        "assert cedarlite.request.make_request is not None\n"
+        "assert cedarlite.shipped.resolve is not None\n"
         "try:\n    cedarlite.no_such_thing\nexcept AttributeError as e:\n    print(e)\n"
     )
     assert python(code).strip() == "module 'cedarlite' has no attribute 'no_such_thing'"
@@ -428,3 +444,13 @@ def test_the_facade_loads_submodules_on_access_and_rejects_unknown_names():
 def test_version_matches_the_project_metadata():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert cedarlite.__version__ == project["version"]
+
+
+def test_cedarlite_hooks_keeps_the_guards_public_names():
+    import cedarlite.guard
+    import cedarlite.hooks
+
+    assert cedarlite.hooks.__all__ == cedarlite.guard.__all__
+    for name in cedarlite.guard.__all__:
+        assert getattr(cedarlite.hooks, name) is getattr(cedarlite.guard, name)
+    assert set(cedarlite.guard.__all__) <= set(dir(cedarlite.hooks))

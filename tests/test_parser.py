@@ -11,7 +11,9 @@ from __future__ import annotations
 import pytest
 
 from cedarlite import ParseError, PolicySet
-from cedarlite.ast import (
+from cedarlite.data.request import parse_entity_uid
+from cedarlite.data.values import EntityUID
+from cedarlite.lang.ast import (
     WILDCARD,
     And,
     Arith,
@@ -37,10 +39,8 @@ from cedarlite.ast import (
     Var,
     Variable,
 )
-from cedarlite.parser import parse_policies
-from cedarlite.printer import print_policies
-from cedarlite.request import parse_entity_uid
-from cedarlite.values import EntityUID
+from cedarlite.lang.parse import parse_policies
+from cedarlite.lang.printer import print_policies
 
 
 def cond(text: str):  # type: ignore[no-untyped-def]

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from cedarlite import ParseError, PolicySet, testing
 from cedarlite.cli import main
-from cedarlite.printer import format_text, print_policies
-from cedarlite.values import escape_chars, quote_string
+from cedarlite.data.values import escape_chars, quote_string
+from cedarlite.lang.printer import format_text, print_policies
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
 

@@ -760,8 +760,8 @@ def test_string_tests_tell_apart_exactly_the_strings_that_pass_different_tests()
     from hypothesis import strategies as st
 
     from cedarlite._glob import like_segments, match
-    from cedarlite.ast import WILDCARD
     from cedarlite.impact.strings import StringTests
+    from cedarlite.lang.ast import WILDCARD
 
     text = st.text("ab./", max_size=6)
     pattern = st.lists(st.one_of(st.text("ab./", min_size=1, max_size=2), st.just(WILDCARD)),

@@ -25,8 +25,9 @@ from corpus import DATA_ROOT, corpus_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cedarlite._lalr import grammar_text
+from cedarlite.data.values import EntityUID
 from cedarlite.errors import SchemaError
+from cedarlite.lang.parse.lalr_driver import grammar_text
 from cedarlite.schema import (
     BOOL,
     LONG,
@@ -43,7 +44,6 @@ from cedarlite.schema import (
     Schema,
     SetType,
 )
-from cedarlite.values import EntityUID
 
 needs_data = pytest.mark.skipif(DATA_ROOT is None, reason="Cedar conformance data not found")
 

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cedarlite import ParseError, testing
-from cedarlite._shapes import MIN_POLICIES, parse_fast
-from cedarlite.parser import parse_policies
-from cedarlite.printer import print_policies
+from cedarlite.lang.parse import parse_policies
+from cedarlite.lang.parse.shapes import MIN_POLICIES, parse_fast
+from cedarlite.lang.printer import print_policies
 
 N = settings.default.max_examples
 

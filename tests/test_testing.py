@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cedarlite import Entities, EntityUID, PolicySet, testing
-from cedarlite.ast import Expr, Policy
-from cedarlite.printer import print_expr, print_policies
+from cedarlite.lang.ast import Expr, Policy
+from cedarlite.lang.printer import print_expr, print_policies
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

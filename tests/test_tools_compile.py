@@ -8,7 +8,7 @@ import pytest
 
 import cedarlite
 from cedarlite import Decision, PolicySet
-from cedarlite.printer import print_policy
+from cedarlite.lang.printer import print_policy
 from cedarlite.tools import ToolCatalog, ToolPolicySet, compile_config
 from cedarlite.tools.resolve import ENGINE, RunContext, tool_policy
 

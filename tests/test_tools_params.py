@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cedarlite import ValidationError
-from cedarlite.ext.decimal import Decimal
+from cedarlite.data.ext.decimal import Decimal
+from cedarlite.data.values import CedarSet, Record
 from cedarlite.schema import Schema
 from cedarlite.tools import ToolCatalog
 from cedarlite.tools.params import (
@@ -28,7 +29,6 @@ from cedarlite.tools.params import (
     validate_rules,
 )
 from cedarlite.tools.resolve import ToolPolicy
-from cedarlite.values import CedarSet, Record
 
 PLUGIN = {
     "name": "deploy",
@@ -650,7 +650,7 @@ def _oracle_record(value: Any, check: Any, path: str, tool: str) -> Record:
 
 
 def _oracle_convert(plan: Any, params: Any) -> Record:
-    from cedarlite.entities import check_json_limits
+    from cedarlite.data.jsonvalue import check_json_limits
 
     check_json_limits(params, f"arguments of tool `{plan.tool}`", ToolArgumentError)
     record = Record() if plan.record is None else _oracle_record(params, plan.record, "", plan.tool)

@@ -10,7 +10,7 @@ import pytest
 import cedarlite
 from cedarlite import PolicySet
 from cedarlite.tools import ToolCatalog
-from cedarlite.tools.compile import shipped_policies
+from cedarlite.tools.generated import shipped_policies
 from cedarlite.tools.params import validate_rules
 from cedarlite.tools.resolve import ENGINE, RunContext, ToolPolicy
 
@@ -20,7 +20,7 @@ CORE = ToolCatalog.core()
 
 @pytest.mark.parametrize("filename", sorted(shipped_policies()))
 def test_generated_policy_files_are_up_to_date(filename: str) -> None:
-    # Regenerate with: cedarlite.tools.compile.write_shipped_policies("policies")
+    # Regenerate with: cedarlite.tools.generated.write_shipped_policies("policies")
     assert (POLICIES / filename).read_text(encoding="utf-8") == shipped_policies()[filename]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import cedarlite
 from cedarlite import ParseError, PolicySet, SchemaError, ValidationError
-from cedarlite.ast import (
+from cedarlite.lang.ast import (
     And,
     Condition,
     ConditionKind,

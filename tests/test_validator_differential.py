@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cedarlite import testing
-from cedarlite.ast import ScopeOp, SlotId
-from cedarlite.printer import print_policy
+from cedarlite.data.values import EntityUID
+from cedarlite.lang.ast import ScopeOp, SlotId
+from cedarlite.lang.printer import print_policy
 from cedarlite.schema import Schema
 from cedarlite.schema._lattice import FALSE
 from cedarlite.schema._typecheck import EnvTypechecker
 from cedarlite.schema.validator import Validator, policy_condition, validate
-from cedarlite.values import EntityUID
 
 cedarpy = pytest.importorskip("cedarpy")
 

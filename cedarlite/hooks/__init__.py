@@ -1,55 +1,33 @@
-"""The before-tool-call guard: where cedarlite meets a running agent (spec §11).
+"""The guard's public names under their first home: the package is :mod:`cedarlite.guard`.
 
-```python
-from cedarlite.hooks import Guard
-guard = Guard({"tools": {"profile": "coding"}}, [{"name": "read"}, {"name": "exec"}], {})
-outcome = guard.before_tool_call("exec", {"command": "ls"}, {"sessionKey": "s1"})
-assert outcome.action == "allow"
-```
-
-* :class:`Guard` decides every call of a run: allow (possibly with rewritten params), block
-  (with a reason the model reads) or ask (a person approves); :class:`Outcome` is its answer;
-* :class:`ApprovalRequest` is what an ``approver`` is asked;
-* loop detection (:mod:`cedarlite.hooks.loops`) is a pure function of a session's state,
-  kept by a :class:`SessionStore` (:class:`MemorySessionStore` by default);
-* the decision log (:mod:`cedarlite.hooks.decision_log`) appends one JSON line per decision.
+``from cedarlite.hooks import Guard`` keeps working (the README's and users' imports); new code
+imports from :mod:`cedarlite.guard`.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .approvals import ApprovalRequest, GuardError
-from .guard import Guard, Outcome
-from .loops import HistoryEntry, LoopResult, LoopSettings, LoopState
-from .state import MemorySessionStore, SessionState, SessionStore
-
-if TYPE_CHECKING:
-    from .decision_log import DecisionLog
+from ..guard import ApprovalRequest as ApprovalRequest
+from ..guard import Guard as Guard
+from ..guard import GuardError as GuardError
+from ..guard import HistoryEntry as HistoryEntry
+from ..guard import LoopResult as LoopResult
+from ..guard import LoopSettings as LoopSettings
+from ..guard import LoopState as LoopState
+from ..guard import MemorySessionStore as MemorySessionStore
+from ..guard import Outcome as Outcome
+from ..guard import SessionState as SessionState
+from ..guard import SessionStore as SessionStore
+from ..guard import __all__ as __all__
 
 
 def __getattr__(name: str) -> Any:
-    """``DecisionLog``, loaded on first use: a hook process without a decision log (one per
-    tool call) does without it."""
+    """``DecisionLog``, loaded on first use, as :mod:`cedarlite.guard` does."""
     if name == "DecisionLog":
-        from .decision_log import DecisionLog
+        # lazy on purpose: a hook process without a decision log does without the module
+        from ..guard.decision_log import DecisionLog
 
         return DecisionLog
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = [
-    "ApprovalRequest",
-    "DecisionLog",
-    "Guard",
-    "GuardError",
-    "HistoryEntry",
-    "LoopResult",
-    "LoopSettings",
-    "LoopState",
-    "MemorySessionStore",
-    "Outcome",
-    "SessionState",
-    "SessionStore",
-]
 
 
 def __dir__() -> list[str]:

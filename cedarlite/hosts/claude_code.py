@@ -2,7 +2,7 @@
 its hook JSON), one process per tool call.
 
 Claude Code runs the command for every ``PreToolUse`` event with the event as one JSON object
-on stdin and reads the answer from stdout (agent-hosts spec §1). The hook:
+on stdin and reads the answer from stdout (docs/hosts.md). The hook:
 
 1. reads the event (at most :data:`MAX_INPUT` bytes) and maps the host's tool and arguments to
    OpenClaw's (:mod:`cedarlite.hosts.mapping`; MCP tools join the run's catalog when called);
@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from .. import _cache_dir, _log
 from .._sha import sha256
-from ..entities import load_json
+from .._version import __version__
+from ..data.jsonvalue import load_json
 from ..errors import CacheError, CedarliteError
-from ..hooks import Guard, Outcome
-from ..hooks.sqlite_store import SQLiteSessionStore
+from ..guard import Guard, Outcome
+from ..guard.sqlite_store import SQLiteSessionStore
 from ..tools.catalog import BUNDLE_MCP
 from ..tools.names import norm_agent_id
 from .mapping import (
@@ -84,7 +85,10 @@ CONFIG_KEYS = ("config", "tools", "context", "claudeCode", "description")
 
 _STDIN = "<hook input>"
 _MCP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_SNAPSHOT_FORMAT = 5  # 5: every tool's input type holds absolutePath and inWorkspace
+# 4: guards share per-tool call entities across run contexts; 5: every tool's input type holds
+# absolutePath and inWorkspace; 6: the guard and the classes it holds moved to cedarlite.guard,
+# .data and .engine (a pickle names classes by module)
+_SNAPSHOT_FORMAT = 6
 _KEEP_GUARDS = 64
 _SESSIONS = "sessions.sqlite3"
 _GUARDS = "guards"
@@ -106,9 +110,10 @@ class HookError(CedarliteError):
 # Named tuples, not dataclasses: this module loads in every hook process (one per tool call),
 # where a dataclass costs ~1 ms to create and a named tuple a tenth of that.
 class HookConfig(NamedTuple):
-    """A hook configuration file, read: the tools ``config`` (spec §4.1), extra ``tools`` of
-    the run (spec §4.2: MCP tools with parameter schemas, say), the run ``context`` (spec
-    §4.3) and the tool ``mapping``, with the rule files' paths and texts."""
+    """A hook configuration file, read: the tools ``config`` (docs/tool-policy.md §4.1), extra
+    ``tools`` of the run (docs/tool-policy.md §4.2: MCP tools with parameter schemas, say), the run
+    ``context``     (docs/tool-policy.md §4.3) and the tool ``mapping``, with the rule files'
+    paths and     texts."""
 
     path: str
     text: str
@@ -133,6 +138,7 @@ class HookConfig(NamedTuple):
         wrapped = "config" in data
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
+            # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
             from .._jsonloc import json_span
 
             span = json_span(text, loc, key=True)
@@ -144,6 +150,7 @@ class HookConfig(NamedTuple):
         if wrapped:
             for key in data:
                 if key not in CONFIG_KEYS:
+                    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
                     from ..tools.lint import did_you_mean
 
                     raise fail((key,), f"unknown key `{key}`", did_you_mean(key, CONFIG_KEYS))
@@ -204,6 +211,7 @@ class HookConfig(NamedTuple):
         """Raise for the mistakes reading leaves to the build of a guard (not paid on every
         call): in the argument maps (:meth:`HostMapping.check`) and in the ``tools`` entries
         (a ``pluginid``: :func:`~cedarlite.tools.lint.tool_issues`)."""
+        # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
         from ..tools import ToolCatalog
         from ..tools.lint import raise_errors, tool_issues
 
@@ -212,6 +220,7 @@ class HookConfig(NamedTuple):
 
     def rule_sets(self) -> list[PolicySet]:
         """The rule files, parsed (one set per file; errors name the file)."""
+        # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
         from ..policyset import PolicySet
 
         return [PolicySet.from_str(text, path) for path, text in self.rules]
@@ -249,6 +258,7 @@ class HookConfig(NamedTuple):
     def located(self, err: CedarliteError) -> CedarliteError:
         """An error of the tools layer, located: a configuration or context finding in this
         file (rule errors are located in theirs already)."""
+        # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
         from .._jsonloc import json_span
         from ..tools import ConfigError
 
@@ -270,8 +280,9 @@ class HookConfig(NamedTuple):
 def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
     """The MCP tools (``<server>__<tool>``) that the rules name as actions: tools known only
     when Claude calls them, which rules may guard before the first call."""
-    from ..ast import Lit, walk
-    from ..values import EntityUID
+    # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
+    from ..data.values import EntityUID
+    from ..lang.ast import Lit, walk
 
     found: dict[str, None] = {}
     for ps in rules:
@@ -285,7 +296,7 @@ def named_mcp_tools(rules: Sequence[PolicySet]) -> list[str]:
 
 
 def _mcp(name: str) -> bool:
-    """``<server>__<tool>`` in the characters of spec §6.4."""
+    """``<server>__<tool>`` in the characters of docs/tool-policy.md §6.4."""
     return "__" in name.strip("_") and all(c in _MCP_CHARS for c in name)
 
 
@@ -293,6 +304,7 @@ def _shipped(reference: str) -> str:
     """A rules file reference: ``cedarlite:NAME`` is a shipped policy file."""
     if not reference.startswith("cedarlite:"):
         return reference
+    # lazy on purpose: only building a guard needs it; a warm hook process loads a built one
     from ..shipped import resolve
 
     return resolve(reference)
@@ -330,8 +342,6 @@ def guard_key(config: HookConfig, tools: Sequence[Any], context: Mapping[str, An
     """The key of the guard built from these inputs by this cedarlite: the tools
     configuration, the catalog, the run context and the rules' texts (not their paths: a
     guard decides alike whichever path named them)."""
-    from .._version import __version__
-
     data = [
         _SNAPSHOT_FORMAT,
         __version__,
@@ -825,6 +835,7 @@ def settings(
     Files are named by absolute paths, or, inside the directory ``project``, relative to
     ``"$CLAUDE_PROJECT_DIR"`` (which Claude Code sets for its hooks).
     """
+    # lazy on purpose: only --print-settings quotes commands
     import shlex
 
     def where(path: str) -> str:

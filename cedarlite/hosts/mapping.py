@@ -11,7 +11,7 @@ A host (Claude Code, and the hosts that copy its hook JSON) calls its own tools 
   that array argument (``MultiEdit``: one ``edit`` per edit); ``paths`` names arguments that
   are paths besides those :func:`find_paths` finds by name (``Glob``'s ``pattern``);
 * ``mcp__<server>__<tool>`` becomes the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``),
-  named as spec §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
+  named as docs/tool-policy.md §6.4 names MCP tools (:func:`cedarlite.tools.catalog.mcp_tools`);
 * any other tool becomes its lower-cased name (``TodoWrite`` → ``todowrite``). No profile lists
   these: a configuration allows them by name (``alsoAllow``).
 
@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from ..errors import CedarliteError
 from ..tools.catalog import BUNDLE_MCP, mcp_tools
 
-#: The built-in tools of Claude Code with an OpenClaw counterpart (agent-hosts spec §4; the
+#: The built-in tools of Claude Code with an OpenClaw counterpart docs/hosts.md; the
 #: contract rows, and ``glob``/``grep`` typed so that path rules see their ``path``).
 CLAUDE_CODE_TOOLS: Mapping[str, Mapping[str, Any]] = {
     # Bash's `timeout` is in milliseconds; exec's is in seconds: never the one as the other.
@@ -142,6 +142,7 @@ class ToolMapping(NamedTuple):
             raise MappingError(f"`{where}`: a tool mapping must be an object", loc=(host,))
         for key in data:
             if key not in _ENTRY_KEYS:
+                # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
                 from ..tools.lint import did_you_mean
 
                 raise MappingError(
@@ -179,7 +180,7 @@ class MappedCall(NamedTuple):
     params: tuple[Any, ...]
 
     def tool_entry(self) -> dict[str, Any]:
-        """The tool object of spec §4.2 for a catalog that lacks this tool."""
+        """The tool object of docs/tool-policy.md §4.2 for a catalog that lacks this tool."""
         entry: dict[str, Any] = {"name": self.tool}
         if self.plugin_id is not None:
             entry["pluginId"] = self.plugin_id
@@ -270,6 +271,7 @@ class HostMapping:
 def _check_host_name(host: Any, path: str) -> None:
     """An override's host tool name: a misspelt built-in (``NotebookEdti``) is an error; other
     names (MCP tools, tools newer than this table) are taken as they are."""
+    # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
     from ..tools.lint import did_you_mean
 
     known = (*CLAUDE_CODE_TOOLS, *CLAUDE_CODE_BUILTINS)
@@ -285,6 +287,8 @@ def _check_argument_map(entry: ToolMapping, path: str) -> None:
     requires (``pth`` for ``write``'s ``path``), and a ``paths`` name that no argument of the
     call has once renamed (a host name renamed away, or a near miss), are errors: the first
     denies every call, the second leaves a path unchecked by the path rules."""
+    # lazy on purpose: only checking a mapping needs the parameter schemas, which a hook process
+    # never loads (test_layering)
     from ..tools.lint import did_you_mean
     from ..tools.params import CORE_PARAMETERS
 
@@ -323,10 +327,10 @@ def _check_argument_map(entry: ToolMapping, path: str) -> None:
 
 
 def mcp_name(tool_name: str, server: Any = None) -> str | None:
-    """``mcp__<server>__<tool>`` as the MCP tool name ``<server>__<tool>`` of spec §6.4
-    (``None`` for other names). The server part is the one in the host's tool name; the hook
-    input's ``mcp_server.name``, when it has one, says where it ends (a server name may hold
-    ``__``)."""
+    """``mcp__<server>__<tool>`` as the MCP tool name ``<server>__<tool>`` of docs/tool-policy.md
+    §6.4 (``None`` for other names). The server part is the one in the host's
+    tool name; the hook input's ``mcp_server.name``, when it has one, says where it ends (a server
+    name may hold ``__``)."""
     if not tool_name.startswith("mcp__"):
         return None
     rest = tool_name[5:]

@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - exercised without the extra installed
     ) from None
 
 from .._log import get_logger
-from ..hooks.approvals import ApprovalRequest
+from ..guard.approvals import ApprovalRequest
 from .mcp_gate import APPROVAL_SCHEMA, McpGate, Rules, approval_answer, approval_message, denial
 from .mcp_gate import form_elicitation as _form_elicitation
 

@@ -1,11 +1,11 @@
 """The policy of one MCP server's tools: what ``tools/list`` shows and which ``tools/call`` runs.
 
 Both MCP adapters (the SDK middleware of :mod:`cedarlite.hosts.mcp` and the stdio proxy of
-:mod:`cedarlite.hosts.mcp_proxy`) put a server's tools under a :class:`McpGate`. The gate knows
-the server's tools only from its ``tools/list`` answers: each tool enters the run's catalog as
-the MCP tool ``<server>__<tool>`` (plugin ``bundle-mcp``, names cleaned as in spec §6.4 by
-:func:`cedarlite.tools.catalog.mcp_tools`) with its ``inputSchema`` as parameter schema, so
-argument rules (``resource.path``) apply to it. When the tools change, the gate builds a new
+:mod:`cedarlite.hosts.mcp_proxy`) put a server's tools under a :class:`McpGate`. The gate knows the
+server's tools only from its ``tools/list`` answers: each tool enters the run's catalog as the MCP
+tool ``<server>__<tool>`` (plugin ``bundle-mcp``, names cleaned as in docs/tool-policy.md §6.4 by
+:func:`cedarlite.tools.catalog.mcp_tools`) with its ``inputSchema`` as parameter schema, so argument
+rules (``resource.path``) apply to it. When the tools change, the gate builds a new
 :class:`~cedarlite.hooks.Guard` over them (session state, ``allow-always`` approvals and the
 decision log carry over); every call is then decided by the guard, ``ask`` answers going to an
 approver the adapter supplies (MCP elicitation).
@@ -28,11 +28,12 @@ from typing import Any
 
 from .._log import get_logger
 from ..errors import CedarliteError
-from ..hooks import _json
-from ..hooks.approvals import ApprovalRequest
-from ..hooks.decision_log import DecisionLog
-from ..hooks.guard import Guard, Outcome
-from ..hooks.state import MemorySessionStore, SessionStore
+from ..guard import _json
+from ..guard.approvals import ApprovalRequest
+from ..guard.decision_log import DecisionLog
+from ..guard.outcome import Outcome
+from ..guard.pipeline import Guard
+from ..guard.state import MemorySessionStore, SessionStore
 from ..policyset import PolicySet
 from ..tools.catalog import mcp_tools
 from ..tools.resolve import EmptyAllowlistError, ToolPolicy
@@ -90,8 +91,8 @@ class McpGate:
 
     ``config`` is an OpenClaw-style tools configuration (a dict), ``rules`` extra Cedar (a
     :class:`~cedarlite.PolicySet`, Cedar text or ``.cedar`` paths), ``context`` the run context
-    (spec §4.3), ``server`` the server name used in tool names (``None``: learnt from the
-    handshake with :meth:`learn_server`), ``decision_log`` a path for the guard's decision log.
+    (docs/tool-policy.md §4.3), ``server`` the server name used in tool names (``None``: learnt from
+    the handshake with :meth:`learn_server`), ``decision_log`` a path for the guard's decision log.
 
     The configuration, context, rules and decision log are checked here, so mistakes surface
     before any message flows: :class:`~cedarlite.tools.ConfigError`,
@@ -163,8 +164,8 @@ class McpGate:
     def _build(self) -> None:
         """A new guard over the tools known now (or the reason there is none).
 
-        Tools whose names collide (:attr:`~cedarlite.tools.catalog.McpTool.collides_with`)
-        stay in the guard's catalog under their spec §6.4 names, so rules naming them still
+        Tools whose names collide (:attr:`~cedarlite.tools.catalog.McpTool.collides_with`) stay in
+        the guard's catalog under their docs/tool-policy.md §6.4 names, so rules naming them still
         validate; a strict gate neither offers nor runs them, a lenient one uses those names
         (``delete_note`` becomes ``notes__delete_note-2`` beside ``Delete_Note``)."""
         self._guard, self._offered, self._names, self._clashes = None, frozenset(), {}, {}

@@ -50,7 +50,7 @@ from typing import Any
 
 from .._log import get_logger
 from ..errors import CedarliteError
-from ..hooks.approvals import ApprovalRequest
+from ..guard.approvals import ApprovalRequest
 from .mcp_gate import (
     APPROVAL_SCHEMA,
     McpGate,

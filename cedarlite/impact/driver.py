@@ -29,9 +29,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..entities import load_json
+from ..data.jsonvalue import load_json
 from ..errors import CedarliteError
-from ..hooks.decision_log import policy_hash
+from ..guard.decision_log import policy_hash
 from ..policyset import PolicySet
 from ..tools import ToolCatalog, ToolPolicy
 from ..tools.catalog import tool_list as tool_list_of
@@ -185,6 +185,7 @@ def auto_blocksize(files: Sequence[str], workers: int) -> int:
     """The default block size: :data:`PARTITIONS_PER_WORKER` partitions per worker of the
     plain files' total size, between :data:`MIN_BLOCKSIZE` and :data:`BLOCKSIZE` (a
     compressed file is one partition, read as a stream)."""
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     from fsspec.utils import infer_compression
 
     total = 0
@@ -334,6 +335,7 @@ def block_spans(size: int, blocksize: int, tail: int) -> list[tuple[int, int]]:
 
 
 def _read_block(path: str, offset: int, length: int) -> bytes:
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     from fsspec.utils import read_block
 
     with open(path, "rb") as f:
@@ -345,6 +347,7 @@ def _partitions(
 ) -> tuple[list[Any], list[str]]:
     """One Dask task per partition of each file's bag of lines, mapped with ``fn(lines, path,
     *args)``; and each task's file."""
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     import dask.bag as db
     from dask import delayed
     from fsspec.core import open_files
@@ -424,6 +427,8 @@ class _Runner:
 
     @classmethod
     def _local(cls, workers: int) -> _Runner:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         import concurrent.futures
 
         import dask
@@ -451,6 +456,8 @@ class _Runner:
 
     @classmethod
     def _synchronous(cls) -> _Runner:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         import concurrent.futures
 
         import dask
@@ -470,6 +477,8 @@ class _Runner:
 
     @classmethod
     def _distributed(cls, scheduler: Any) -> _Runner:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         from distributed import Client
 
         if isinstance(scheduler, Client):
@@ -501,6 +510,7 @@ class _Runner:
     def _results(
         self, pending: deque[tuple[Any, str]], ahead: Iterator[tuple[Any, str]], kind: type
     ) -> Iterator[Any]:
+        # lazy on purpose: only local worker processes can break
         from concurrent.futures.process import BrokenProcessPool
 
         while pending:
@@ -536,6 +546,7 @@ def _process_context() -> Any:
     Python has one fork server per process: the modules are added to its preload list
     (kept with ``__main__`` and any the program set), which counts when it starts; a
     server the program already started serves as it is (its workers import them)."""
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     import multiprocessing
     from multiprocessing import forkserver
 
@@ -601,6 +612,8 @@ class _Outputs:
         except OSError as err:
             raise ReplayError(f"cannot write to `{self.directory}`: {err.strerror}") from None
         try:
+            # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+            # loads it
             import pyarrow.parquet as pq
         except ImportError:
             self.parquet = None
@@ -621,6 +634,8 @@ class _Outputs:
             self._parquet(result.changes, path, first)
 
     def _parquet(self, rows: list[dict[str, Any]], path: str, first: int) -> None:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         import pyarrow as pa
 
         columns: dict[str, list[Any]] = {name: [] for name in PARQUET_SCHEMA_FIELDS}
@@ -645,6 +660,8 @@ class _Outputs:
         if self.directory is None:
             return
         if self.parquet is not None and self.parquet_writer is None:
+            # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+            # loads it
             import pyarrow as pa
 
             empty = pa.table({n: [] for n in PARQUET_SCHEMA_FIELDS}, schema=_parquet_schema())
@@ -699,6 +716,7 @@ PARQUET_SCHEMA_FIELDS = (
 
 
 def _parquet_schema() -> Any:
+    # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never loads it
     import pyarrow as pa
 
     text = pa.string()

@@ -1,7 +1,7 @@
 """One line of the guard's decision log, read as hostile input.
 
 The format (version 1) is the contract documented in the README ("The decision log") and
-written by :func:`cedarlite.hooks.decision_log.log_line`. :func:`read_line` turns one line
+written by :func:`cedarlite.guard.decision_log.log_line`. :func:`read_line` turns one line
 into a :class:`LogLine`, or a :class:`BadLine` saying why it cannot be used, in one of the
 :data:`BAD_KINDS`; it never raises. Its cost is linear in the line: one C JSON decode (a line
 nested deeper than Python's recursion limit is refused by the decoder, not by a crash) and a
@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..entities import json_kind
-from ..hooks.decision_log import VERSION
+from ..data.jsonvalue import json_kind
+from ..guard.decision_log import VERSION
 
 #: Why a line could not be read: the last line of a file cut short, text that is not JSON (or
 #: not a JSON object), bytes that are not UTF-8, a line above the size limit, nesting deeper
@@ -233,6 +233,8 @@ def _fast_reader() -> Any:
     again here.
     """
     try:
+        # lazy on purpose: an optional dependency (cedarlite[replay]); `import cedarlite` never
+        # loads it
         import msgspec
     except ImportError:
         return None

@@ -33,7 +33,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._glob import Segments, like_segments
-from ..ast import (
+from ..data.entities import Entities
+from ..data.values import EntityUID
+from ..lang.ast import (
     Binary,
     BinOp,
     Expr,
@@ -51,11 +53,9 @@ from ..ast import (
     Variable,
     children,
 )
-from ..entities import Entities
 from ..schema.types import RecordType, SetType
 from ..tools.catalog import ToolCatalog, action_uid
 from ..tools.params import CALL_NAMESPACE, cedar_type, parameters_of
-from ..values import EntityUID
 from .strings import StringTests
 
 AttrPath = tuple[str, ...]

@@ -39,19 +39,19 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..hooks import Guard, MemorySessionStore
-from ..hooks.decision_log import policy_hash
+from ..data.values import CedarSet
+from ..guard import Guard, MemorySessionStore
+from ..guard.decision_log import policy_hash
 from ..policyset import PolicySet
 from ..tools.names import norm
 from ..tools.resolve import RuleSet
-from ..values import CedarSet
 from .logline import MAX_LINE, BadLine, LogLine, read_line
 from .reads import ArgumentReads
 from .strings import StringTests
 
 if TYPE_CHECKING:
+    from ..data.values import Record
     from ..tools.catalog import ToolInfo
-    from ..values import Record
 
 #: Decision memo entries and characters of keys per generation, per worker process (two
 #: generations, see :meth:`Replayer._remember`; an entry is charged the text of its key and a

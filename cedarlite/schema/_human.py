@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 from lark import Transformer
 
-from .._lalr import END, Automaton, LexError, Tok, UnexpectedToken, build_lark
-from ..ast import RESERVED
+from ..data.values import EntityUID, quote_string
 from ..errors import SchemaError
+from ..lang.ast import RESERVED
+from ..lang.parse.lalr_driver import END, Automaton, LexError, Tok, UnexpectedToken, build_lark
 from ..source import BadEscape, Span, decode_literal
-from ..values import EntityUID, quote_string
 from .defs import (
     BUILTIN_TYPES,
     ActionDef,
@@ -34,13 +34,11 @@ from .defs import (
     RawRecord,
     RawRef,
     RawSet,
+    SchemaModel,
     Where,
     namespace_of,
 )
 from .types import annotation_text, frozen_map, type_text
-
-if TYPE_CHECKING:
-    from .model import Schema
 
 # ---------------------------------------------------------------------------------------------
 # The grammar and its lexer
@@ -344,7 +342,7 @@ def _namespace(
 _INDENT = "  "
 
 
-def schema_to_cedarschema(schema: Schema) -> str:
+def schema_to_cedarschema(schema: SchemaModel) -> str:
     """``.cedarschema`` text for ``schema``: declarations grouped by namespace, in order."""
     blocks: list[str] = []
     for namespace in schema.namespaces():

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..ast import is_valid_ident
-from ..entities import json_kind
+from ..data.jsonvalue import json_kind
+from ..lang.ast import is_valid_ident
 from ..source import Span
 from .defs import (
     ActionDef,
@@ -31,6 +31,7 @@ from .defs import (
     RawRef,
     RawSet,
     RawType,
+    SchemaModel,
     did_you_mean,
     namespace_of,
 )
@@ -49,9 +50,6 @@ from .types import (
     StringType,
     frozen_map,
 )
-
-if TYPE_CHECKING:
-    from .model import Schema
 
 Path = tuple[str | int, ...]
 
@@ -345,7 +343,7 @@ class _Loader:
 # Writing
 
 
-def schema_to_json(schema: Schema) -> dict[str, Any]:
+def schema_to_json(schema: SchemaModel) -> dict[str, Any]:
     """The JSON schema of ``schema``, grouped by namespace, every name fully qualified."""
     out: dict[str, Any] = {}
     for namespace in schema.namespaces():

@@ -27,13 +27,17 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from .._trampoline import Step, run
-from ..ast import (
+from ..data.ext import FUNCTIONS, METHODS, ExtFunction
+from ..data.values import EntityUID, quote_string
+from ..errors import CedarliteError
+from ..lang.ast import (
     And,
     Arith,
     Binary,
     BinOp,
     Call,
     Expr,
+    ExprVisitor,
     GetAttr,
     Has,
     If,
@@ -53,11 +57,8 @@ from ..ast import (
     is_action_type,
     is_valid_ident,
 )
-from ..errors import CedarliteError
-from ..ext import FUNCTIONS, METHODS, ExtFunction
-from ..printer import print_expr
+from ..lang.printer import print_expr
 from ..source import Span
-from ..values import EntityUID, quote_string
 from ._lattice import (
     COMPARABLE,
     FALSE,
@@ -204,7 +205,8 @@ _CONTAINS_HINT = _hint(
 )
 
 
-class EnvTypechecker:
+class EnvTypechecker(ExprVisitor):
+    # (one typing rule per expression node class: the visit_... methods)
     """Types expressions in one environment, appending every problem to ``sink``."""
 
     def __init__(self, schema: Schema, env: TypeEnv, sink: list[Finding]) -> None:
@@ -219,7 +221,7 @@ class EnvTypechecker:
         a leaf, else a computation for :func:`~cedarlite._trampoline.run` (every typing rule
         yields the typing of its operands, so any depth of nesting is typed without
         recursion)."""
-        return _DISPATCH[expr.__class__](self, expr, caps)
+        return self.VISIT[expr.__class__](self, expr, caps)
 
     def type_of(self, expr: Expr, caps: Capabilities = NO_CAPS) -> Typed:
         """The type and capabilities of ``expr`` given the capabilities ``caps``."""
@@ -272,7 +274,7 @@ class EnvTypechecker:
 
     # -- leaves --------------------------------------------------------------------------------
 
-    def _lit(self, e: Lit, caps: Capabilities) -> Typed:
+    def visit_lit(self, e: Lit, caps: Capabilities) -> Typed:
         value = e.value
         if value.__class__ is bool:
             return singleton(value), NO_CAPS
@@ -283,7 +285,7 @@ class EnvTypechecker:
         # Undeclared types and actions are reported once per policy by the name checks.
         return literal_type(self.schema, value), NO_CAPS  # type: ignore[arg-type]
 
-    def _variable(self, e: Variable, caps: Capabilities) -> Typed:
+    def visit_variable(self, e: Variable, caps: Capabilities) -> Typed:
         env = self.env
         match e.var:
             case Var.PRINCIPAL:
@@ -294,13 +296,13 @@ class EnvTypechecker:
                 return EntityType(env.resource), NO_CAPS
         return env.context, NO_CAPS
 
-    def _slot(self, e: Slot, caps: Capabilities) -> Typed:
+    def visit_slot(self, e: Slot, caps: Capabilities) -> Typed:
         linked = self.env.principal_slot if e.slot is SlotId.PRINCIPAL else self.env.resource_slot
         return (None if linked is None else EntityType(linked)), NO_CAPS
 
     # -- short-circuiting ----------------------------------------------------------------------
 
-    def _if(self, e: If, caps: Capabilities) -> Step[Typed]:
+    def visit_if(self, e: If, caps: Capabilities) -> Step[Typed]:
         test, test_caps = self.expect(e.cond, (yield self.check(e.cond, caps)), WANT_BOOL)
         if test is TRUE:
             then, then_caps = yield self.check(e.then_, caps | test_caps)
@@ -335,10 +337,10 @@ class EnvTypechecker:
                 lt, lcaps = BOOL, lcaps | rcaps
         return lt, lcaps
 
-    def _and_node(self, e: And, caps: Capabilities) -> Step[Typed]:
+    def visit_and(self, e: And, caps: Capabilities) -> Step[Typed]:
         return self._and(e.operands, caps)
 
-    def _or(self, e: Or, caps: Capabilities) -> Step[Typed]:
+    def visit_or(self, e: Or, caps: Capabilities) -> Step[Typed]:
         """``a || b || c`` typed as Cedar's left-nested ``(a || b) || c``."""
         lt, lcaps = self.expect(e.operands[0], (yield self.check(e.operands[0], caps)), WANT_BOOL)
         for right in e.operands[1:]:
@@ -359,14 +361,14 @@ class EnvTypechecker:
 
     # -- operators -----------------------------------------------------------------------------
 
-    def _unary(self, e: Unary, caps: Capabilities) -> Step[Typed]:
+    def visit_unary(self, e: Unary, caps: Capabilities) -> Step[Typed]:
         if e.op is UnaryOp.NOT:
             t, _ = self.expect(e.arg, (yield self.check(e.arg, caps)), WANT_BOOL)
             return (BOOL if t is None else negate(t)), NO_CAPS
         self.expect(e.arg, (yield self.check(e.arg, caps)), WANT_LONG)
         return LONG, NO_CAPS
 
-    def _arith(self, e: Arith, caps: Capabilities) -> Step[Typed]:
+    def visit_arith(self, e: Arith, caps: Capabilities) -> Step[Typed]:
         # Each operand is checked by the operator that first uses it (`a + b - c` is
         # `(a + b) - c`: `a` and `b` by `+`, `c` by `-`).
         for i, operand in enumerate(e.operands):
@@ -379,7 +381,7 @@ class EnvTypechecker:
             )
         return LONG, NO_CAPS
 
-    def _binary(self, e: Binary, caps: Capabilities) -> Step[Typed]:
+    def visit_binary(self, e: Binary, caps: Capabilities) -> Step[Typed]:
         op = e.op
         if op is BinOp.EQ:
             return (yield self._equals(e, caps)), NO_CAPS
@@ -479,7 +481,7 @@ class EnvTypechecker:
         definition = self.schema.entity_types.get(t.name)  # type: ignore[attr-defined]
         return EMPTY_RECORD if definition is None else definition.shape
 
-    def _get_attr(self, e: GetAttr, caps: Capabilities) -> Step[Typed]:
+    def visit_get_attr(self, e: GetAttr, caps: Capabilities) -> Step[Typed]:
         t, _ = self.expect(e.expr, (yield self.check(e.expr, caps)), WANT_ENTITY_OR_RECORD)
         if t is None:
             return None, NO_CAPS
@@ -529,7 +531,7 @@ class EnvTypechecker:
         """The type of ``e`` without reporting anything (used to word messages)."""
         return EnvTypechecker(self.schema, self.env, []).type_of(e)[0]
 
-    def _has(self, e: Has, caps: Capabilities) -> Step[Typed]:
+    def visit_has(self, e: Has, caps: Capabilities) -> Step[Typed]:
         t, _ = self.expect(
             e.expr, (yield self.check(e.expr, caps)), WANT_ENTITY_OR_RECORD, _HAS_HINT
         )
@@ -593,12 +595,12 @@ class EnvTypechecker:
 
     # -- other relations -----------------------------------------------------------------------
 
-    def _like(self, e: Like, caps: Capabilities) -> Step[Typed]:
+    def visit_like(self, e: Like, caps: Capabilities) -> Step[Typed]:
         like_hint = _hint(entity="to test an entity's type use `is`")
         self.expect(e.expr, (yield self.check(e.expr, caps)), WANT_STRING, like_hint)
         return BOOL, NO_CAPS
 
-    def _is(self, e: Is, caps: Capabilities) -> Step[Typed]:
+    def visit_is(self, e: Is, caps: Capabilities) -> Step[Typed]:
         if e.in_expr is not None:  # `x is T in y` is `x is T && x in y`
             is_t = Is(e.expr, e.entity_type, span=e.span)
             in_y = Binary(BinOp.IN, e.expr, e.in_expr, span=e.span)
@@ -610,7 +612,7 @@ class EnvTypechecker:
 
     # -- sets and records ----------------------------------------------------------------------
 
-    def _set(self, e: SetLit, caps: Capabilities) -> Step[Typed]:
+    def visit_set_lit(self, e: SetLit, caps: Capabilities) -> Step[Typed]:
         types = []
         for x in e.elements:
             types.append((yield self.check(x, caps))[0])
@@ -625,7 +627,7 @@ class EnvTypechecker:
         element = self.lub_or_report(e, types)
         return (None if element is None else SetType(element)), NO_CAPS
 
-    def _record(self, e: RecordLit, caps: Capabilities) -> Step[Typed]:
+    def visit_record_lit(self, e: RecordLit, caps: Capabilities) -> Step[Typed]:
         attributes: dict[str, Attribute] = {}
         for key, value in e.entries:
             t = (yield self.check(value, caps))[0]
@@ -636,10 +638,10 @@ class EnvTypechecker:
 
     # -- methods and extension functions -------------------------------------------------------
 
-    def _call(self, e: Call, caps: Capabilities) -> Step[Typed]:
+    def visit_call(self, e: Call, caps: Capabilities) -> Step[Typed]:
         return self._ext_call(e, FUNCTIONS.get(e.name), e.args, caps)
 
-    def _method(self, e: MethodCall, caps: Capabilities) -> Step[Typed]:
+    def visit_method_call(self, e: MethodCall, caps: Capabilities) -> Step[Typed]:
         name = e.name
         if name == "contains":
             return (yield self._contains(e, caps)), NO_CAPS
@@ -775,28 +777,6 @@ class EnvTypechecker:
             )
             return False
         return True
-
-
-_DISPATCH: dict[type, Callable[[EnvTypechecker, Any, Capabilities], Step[Typed] | Typed]] = {
-    Lit: EnvTypechecker._lit,
-    Variable: EnvTypechecker._variable,
-    Slot: EnvTypechecker._slot,
-    If: EnvTypechecker._if,
-    And: EnvTypechecker._and_node,
-    Arith: EnvTypechecker._arith,
-    Or: EnvTypechecker._or,
-    Unary: EnvTypechecker._unary,
-    Binary: EnvTypechecker._binary,
-    GetAttr: EnvTypechecker._get_attr,
-    Has: EnvTypechecker._has,
-    Like: EnvTypechecker._like,
-    Is: EnvTypechecker._is,
-    SetLit: EnvTypechecker._set,
-    RecordLit: EnvTypechecker._record,
-    MethodCall: EnvTypechecker._method,
-    Call: EnvTypechecker._call,
-}
-"""The typing rule of each expression node class."""
 
 
 def _has_path_text(attr: str) -> str:

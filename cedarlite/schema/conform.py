@@ -11,14 +11,15 @@ added to the store, and requests are checked against the action's ``appliesTo``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..entities import Entity, JSONValueError, json_kind, uid_from_json, value_from_json
+from ..data.entities import Entity
+from ..data.ext import CONSTRUCTORS
+from ..data.jsonvalue import JSONValueError, json_kind, uid_from_json, value_from_json
+from ..data.request import Request
+from ..data.values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
 from ..errors import EntitiesError, EvaluationError, RequestError
-from ..ext import CONSTRUCTORS
-from ..request import Request
-from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, Record
-from .defs import did_you_mean
+from .defs import SchemaModel, did_you_mean
 from .types import (
     BoolType,
     CedarType,
@@ -29,9 +30,6 @@ from .types import (
     SetType,
     StringType,
 )
-
-if TYPE_CHECKING:
-    from .model import Schema
 
 
 class ConformError(Exception):
@@ -47,7 +45,7 @@ def _mismatch(where: str, expected: CedarType, obj: Any) -> ConformError:
     return ConformError(f"{where}: expected a value of type `{expected}`, got {json_kind(obj)}")
 
 
-def check_enum(uid: EntityUID, schema: Schema, where: str) -> None:
+def check_enum(uid: EntityUID, schema: SchemaModel, where: str) -> None:
     """An entity of an enumerated type must have one of the declared ids."""
     definition = schema.entity_types.get(uid.type)
     if definition is not None and definition.enum is not None and uid.id not in definition.enum:
@@ -57,12 +55,12 @@ def check_enum(uid: EntityUID, schema: Schema, where: str) -> None:
         )
 
 
-def enumerated_types(schema: Schema) -> frozenset[str]:
+def enumerated_types(schema: SchemaModel) -> frozenset[str]:
     """The entity types of ``schema`` whose ids are enumerated (see :func:`check_enum`)."""
     return frozenset(name for name, d in schema.entity_types.items() if d.enum is not None)
 
 
-def decode(obj: Any, t: CedarType, where: str, schema: Schema) -> Any:
+def decode(obj: Any, t: CedarType, where: str, schema: SchemaModel) -> Any:
     """The Cedar value of JSON ``obj`` read as type ``t``; raises :class:`ConformError`."""
     kind = t.__class__  # (the type classes are final: compared by identity, the fastest way)
     if kind is StringType or kind is BoolType:
@@ -97,7 +95,7 @@ def decode(obj: Any, t: CedarType, where: str, schema: Schema) -> Any:
     raise ConformError(f"{where}: unsupported schema type `{t}`")  # pragma: no cover
 
 
-def decode_record(obj: Any, t: RecordType, where: str, schema: Schema) -> Record:
+def decode_record(obj: Any, t: RecordType, where: str, schema: SchemaModel) -> Record:
     """A record read attribute by attribute; undeclared or missing attributes are errors."""
     if obj.__class__ is not dict:
         if isinstance(obj, Mapping):
@@ -158,7 +156,7 @@ def _decode_extension(obj: Any, name: str, where: str) -> Any:
 # Entities
 
 
-def action_entities(schema: Schema) -> tuple[Entity, ...]:
+def action_entities(schema: SchemaModel) -> tuple[Entity, ...]:
     """The schema's actions as entities, parents being their action groups (ancestors: the
     closure of the action hierarchy)."""
     return tuple(
@@ -168,7 +166,7 @@ def action_entities(schema: Schema) -> tuple[Entity, ...]:
 
 
 def conform_entity(
-    uid: EntityUID, item: Mapping[str, Any], parents: frozenset[EntityUID], schema: Schema
+    uid: EntityUID, item: Mapping[str, Any], parents: frozenset[EntityUID], schema: SchemaModel
 ) -> Entity:
     """The entity of JSON ``item`` read by its declaration (raises :class:`EntitiesError`)."""
     try:
@@ -178,7 +176,7 @@ def conform_entity(
 
 
 def _conform_entity(
-    uid: EntityUID, item: Mapping[str, Any], parents: frozenset[EntityUID], schema: Schema
+    uid: EntityUID, item: Mapping[str, Any], parents: frozenset[EntityUID], schema: SchemaModel
 ) -> Entity:
     label = f"`{uid}`"
     if uid.type in schema.action_entity_types:
@@ -236,7 +234,7 @@ def _conform_entity(
 
 
 def conform_request(
-    req: Request, context_json: Any, schema: Schema, *, validate: bool = True
+    req: Request, context_json: Any, schema: SchemaModel, *, validate: bool = True
 ) -> Request:
     """Read the context by the action's context type and, if ``validate``, check ``appliesTo``."""
     action = schema.actions.get(req.action)
@@ -256,7 +254,7 @@ def conform_request(
     return req._replace(context=context)
 
 
-def _validate_request(req: Request, schema: Schema) -> None:
+def _validate_request(req: Request, schema: SchemaModel) -> None:
     action = schema.actions.get(req.action)
     if action is None:
         raise ConformError(

@@ -11,12 +11,12 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from .._jsonloc import json_path_text
+from ..data.values import EntityUID
 from ..errors import SchemaError
 from ..source import Span
-from ..values import EntityUID
 from .types import (
     BOOL,
     EMPTY_RECORD,
@@ -131,6 +131,30 @@ class ActionDef:
 
     def __hash__(self) -> int:
         return hash((self.uid, self.member_of, self.applies_to))
+
+
+class SchemaModel(Protocol):
+    """What the schema formats (:mod:`._human`, :mod:`._json`) and schema-based parsing
+    (:mod:`.conform`) read of a schema. :class:`~.model.Schema` is built on them, so they name
+    it by this protocol, and the imports point one way (model above them)."""
+
+    @property
+    def entity_types(self) -> Mapping[str, EntityTypeDef]: ...
+
+    @property
+    def actions(self) -> Mapping[EntityUID, ActionDef]: ...
+
+    @property
+    def namespace_annotations(self) -> Mapping[str, Mapping[str, str]]: ...
+
+    @property
+    def action_entity_types(self) -> frozenset[str]: ...
+
+    def namespaces(self) -> tuple[str, ...]: ...
+
+    def action_ancestors(self, uid: EntityUID) -> frozenset[EntityUID]: ...
+
+    def derived(self, build: Callable[[Any], _T]) -> _T: ...
 
 
 class RequestEnv(NamedTuple):

@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from ..entities import Entity
+from ..data.entities import Entity
+from ..data.request import Request
+from ..data.values import EntityUID
 from ..errors import SchemaError
-from ..request import Request
-from ..values import EntityUID
 from . import conform
+from ._json import JSON_TYPE_NAMES, load_json_schema, schema_to_json
 from .defs import (
     BUILTIN_TYPES,
     RESERVED_COMMON_TYPE_NAMES,
@@ -162,6 +163,7 @@ class Schema:
             raise SchemaError(
                 f"schema text must be a string, not {type(text).__name__}", source=source
             )
+        # lazy on purpose: the text format's parser imports Lark, which only this format needs
         from ._human import parse_cedarschema
 
         site = ErrorSite(text, source)
@@ -170,8 +172,6 @@ class Schema:
     @classmethod
     def from_json(cls, obj: Any, source: str | None = None) -> Schema:
         """Parse and check a JSON schema, given as JSON text or as the decoded object."""
-        from ._json import JSON_TYPE_NAMES, load_json_schema
-
         site = ErrorSite(obj if isinstance(obj, str) else None, source)
         return site.guard(
             lambda: build_schema(load_json_schema(obj, site), site, suggest=JSON_TYPE_NAMES)
@@ -179,12 +179,11 @@ class Schema:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON schema format, every name fully qualified: ``from_json(s.to_json()) == s``."""
-        from ._json import schema_to_json
-
         return schema_to_json(self)
 
     def to_cedarschema(self) -> str:
         """The ``.cedarschema`` text of this schema: ``from_str(s.to_cedarschema()) == s``."""
+        # lazy on purpose: as in from_str (the writer shares the module with the parser)
         from ._human import schema_to_cedarschema
 
         return schema_to_cedarschema(self)

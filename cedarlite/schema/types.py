@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
-from ..ast import is_valid_ident
-from ..values import quote_string
+from ..data.values import quote_string
+from ..lang.ast import is_valid_ident
 
 #: Names of the extension types of Cedar 4.x.
 EXTENSION_TYPE_NAMES = ("decimal", "ipaddr", "datetime", "duration")

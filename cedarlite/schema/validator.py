@@ -30,7 +30,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from ..ast import (
+from ..data.values import EntityUID
+from ..errors import ValidationError
+from ..lang.ast import (
     And,
     Binary,
     BinOp,
@@ -49,10 +51,8 @@ from ..ast import (
     is_action_type,
     walk,
 )
-from ..errors import ValidationError
 from ..policyset import PolicySet
 from ..source import Located, Span
-from ..values import EntityUID
 from ._lattice import FALSE
 from ._typecheck import EnvTypechecker, Finding, TypeEnv, actions_in, typing_key
 from .defs import did_you_mean

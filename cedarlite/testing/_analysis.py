@@ -23,7 +23,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ast import (
+from ..data.entities import Entities
+from ..data.ext import Datetime, Decimal, Duration
+from ..data.request import Request
+from ..data.values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, type_name
+from ..engine.evaluator import Evaluator
+from ..errors import EvaluationError
+from ..lang.ast import (
     And,
     Arith,
     Binary,
@@ -47,12 +53,6 @@ from ..ast import (
     children,
     walk,
 )
-from ..entities import Entities
-from ..errors import EvaluationError
-from ..evaluator import Evaluator
-from ..ext import Datetime, Decimal, Duration
-from ..request import Request
-from ..values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, type_name
 
 Input = tuple[Any, ...]
 
@@ -540,7 +540,7 @@ def _atoms(e: Expr) -> Iterator[Expr]:
 
 
 def _short(e: Expr) -> str:
-    from ..printer import print_expr
+    from ..lang.printer import print_expr
 
     text = print_expr(e)
     return text if len(text) <= 50 else text[:47] + "..."

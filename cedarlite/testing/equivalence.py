@@ -38,15 +38,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..ast import Var, is_action_type
 from ..authorizer import Decision, Response, is_authorized
-from ..entities import Entities
+from ..data.entities import Entities
+from ..data.ext import Datetime, Decimal, Duration, IPAddr
+from ..data.request import Request
+from ..data.values import EMPTY_RECORD, CedarSet, EntityUID, Record, to_cedar, to_json_value
+from ..engine.evaluator import Evaluator
 from ..errors import CedarliteError
-from ..evaluator import Evaluator
-from ..ext import Datetime, Decimal, Duration, IPAddr
+from ..lang.ast import Var, is_action_type
 from ..policyset import PolicySet
-from ..request import Request
-from ..values import EMPTY_RECORD, CedarSet, EntityUID, Record, to_cedar, to_json_value
 from ._analysis import Analysis, Atom, Element, Hints, Input, kind_of, shared_key
 
 if TYPE_CHECKING:
@@ -886,7 +886,7 @@ def _probe(key: Input, rep: Any) -> Evaluator:
             cursor = cursor.setdefault(name, {})
     uid = EntityUID("__cedarlite", "probe")
     if kind == "ctx":
-        from ..entities import value_from_json
+        from ..data.jsonvalue import value_from_json
 
         return Evaluator(Request(uid, uid, uid, value_from_json(nested, "context")), Entities())
     ent: dict[str, Any] = {"uid": uid.to_json(), "attrs": {}, "parents": []}
@@ -1053,7 +1053,7 @@ def _path_text(key: Input) -> str:
 
 
 def _cedar_json(obj: Any) -> str:
-    from ..entities import value_from_json
+    from ..data.jsonvalue import value_from_json
 
     try:
         return to_cedar(value_from_json(obj, "value"))

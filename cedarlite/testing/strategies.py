@@ -10,13 +10,13 @@ from cedarlite import testing
 
 @given(testing.scenarios())
 def test_my_rewrite_keeps_decisions(sc):
-    text = sc.text                      # Cedar text (cedarlite.printer.print_policies)
+    text = sc.text                      # Cedar text (cedarlite.lang.printer.print_policies)
     mine = my_rewrite(sc.policy_set)    # ... whatever is under test
     want = cedarlite.is_authorized(sc.request, sc.policy_set, sc.entities)
     assert cedarlite.is_authorized(sc.request, mine, sc.entities).decision is want.decision
 ```
 
-The strategies build AST values (:mod:`cedarlite.ast`) directly, not text, over one small
+The strategies build AST values (:mod:`cedarlite.lang.ast`) directly, not text, over one small
 shared *universe* (:class:`Universe`): a few entity types (namespaced ones and ``Action``
 included), a few ids, action groups, and a fixed vocabulary of typed entity attributes, tags and
 context keys. Because policies, entities and requests are drawn from the same universe, scopes
@@ -28,7 +28,7 @@ of policies rather than in all of them.
 |------------------------|-------------------------------------------------------------------|
 | :func:`entity_uids`    | an :class:`~cedarlite.EntityUID` of the universe                  |
 | :func:`expressions`    | an expression AST (any type; mostly well typed)                   |
-| :func:`policies`       | a :class:`~cedarlite.ast.Policy` (static, or a template)          |
+| :func:`policies`       | a :class:`~cedarlite.lang.ast.Policy` (static, or a template)          |
 | :func:`policy_sets`    | a :class:`~cedarlite.PolicySet` with templates and links          |
 | :func:`entities`       | Cedar entity JSON (a list): attrs, tags, a DAG of parents         |
 | :func:`contexts`       | a request context as Cedar JSON (a dict)                          |
@@ -55,8 +55,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .. import ast
-from ..ast import (
+from ..data.values import EntityUID
+from ..lang import ast
+from ..lang.ast import (
     WILDCARD,
     And,
     Arith,
@@ -89,7 +90,6 @@ from ..ast import (
     is_valid_ident,
 )
 from ..policyset import PolicySet
-from ..values import EntityUID
 from .universe import (
     ANY,
     BOOL,
@@ -302,7 +302,7 @@ def _json_value(d: _Draw, u: Universe, ty: Type, depth: int = 2) -> Any:
             text = d.pick(EXT_POOLS[ty][0])
             if ty == DATETIME and d.chance(20):
                 # Rust's canonical serialization: offset(datetime("1970-01-01"), duration(..))
-                from ..ext import Datetime
+                from ..data.ext import Datetime
 
                 ms = Datetime.parse(text).ms
                 return Datetime(ms).to_json()

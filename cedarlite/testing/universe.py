@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ast import (
+from ..data.values import I64_MAX, I64_MIN, EntityUID
+from ..lang.ast import (
     Expr,
     GetAttr,
     Has,
@@ -25,7 +26,6 @@ from ..ast import (
     walk,
 )
 from ..policyset import PolicySet
-from ..values import I64_MAX, I64_MIN, EntityUID
 
 # ---------------------------------------------------------------------------------------------
 # A tiny type algebra used to steer generation (not Cedar's validator types).

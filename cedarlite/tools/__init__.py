@@ -15,7 +15,8 @@ assert res.allowed == ["read"] and res.removed == {"browser": "tools.profile"}
 * :func:`lint_config` reports every mistake in a configuration and run context (JSON path,
   did-you-mean); ``ToolPolicy(..., strict=True)`` refuses the errors;
 * :func:`cedar_schema` is the Cedar schema of a catalog's calls (to validate argument rules),
-  :func:`normalize_tool_parameters` the provider schema normalization of the spec's §12.
+  :func:`normalize_tool_parameters` the provider schema normalization of the docs/tool-policy.md
+  §12.
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..entities import check_json_limits, json_kind, preview
+from ..data.ext.decimal import Decimal
+from ..data.jsonvalue import check_json_limits, json_kind, preview
+from ..data.values import I64_MAX, I64_MIN, CedarSet, Record
 from ..errors import CedarliteError
-from ..ext.decimal import Decimal
-from ..values import I64_MAX, I64_MIN, CedarSet, Record
 from .catalog import ToolsError
 
 #: Argument names that hold paths or locations in common tools, those the shipped ``paths``

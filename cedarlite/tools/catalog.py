@@ -1,10 +1,11 @@
 """The tool catalog: core tools, groups, profiles, plugin and MCP tools, as Cedar entities.
 
-The data of spec §2 (sections, the 32 core tools, groups, profiles) and the default lists of
-§5.7, §5.8 and §7 live here. A :class:`ToolCatalog` is built from the tools of a run (spec
-§4.2): it registers plugin tools (the context-independent part of §6.2: plugin-id conflicts
-and name collisions that cannot depend on optional tools) and provides the entity store the
-compiled policies are evaluated against:
+The data of docs/tool-policy.md §2 (sections, the 32 core tools, groups, profiles) and the default
+lists of docs/tool-policy.md §5.7, §5.8 and docs/tool-policy.md §7 live here. A
+:class:`ToolCatalog` is built from the tools of a run (docs/tool-policy.md §4.2): it registers
+plugin tools (the context-independent part of docs/tool-policy.md §6.2: plugin-id conflicts and name
+collisions that cannot depend on optional tools) and provides the entity store the compiled policies
+are evaluated against:
 
 * every tool name is an action ``Action::"<normalized name>"`` whose parents are its groups:
   ``Action::"group:<section>"``, ``Action::"group:openclaw"``, ``Action::"group:owner-only"``,
@@ -29,15 +30,17 @@ from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
 from .._sha import sha256
-from ..entities import Entities, Entity, preview
+from ..data.entities import Entities, Entity
+from ..data.jsonvalue import preview
+from ..data.values import EntityUID, Record
 from ..errors import CedarliteError
-from ..values import EntityUID, Record
-from .names import _identity, js_trim, norm, trim_lower
+from .names import identity, js_trim, norm, trim_lower
 
-# ---------------------------------------------------------------------------------------------
-# Core data (spec §2, §5.7, §5.8, §7)
+# --------------------------------------------------------------------------------------------- Core
+# data (docs/tool-policy.md §2, §5.7, docs/tool-policy.md §5.8,
+# docs/tool-policy.md §7)
 
-#: Sections in order: id → display label (spec §2.1).
+#: Sections in order: id → display label (docs/tool-policy.md §2.1).
 SECTIONS: dict[str, str] = {
     "fs": "Files",
     "runtime": "Runtime",
@@ -57,7 +60,8 @@ SECTIONS: dict[str, str] = {
 # where a dataclass costs ~1 ms to create and a named tuple a tenth of that. (ToolInfo stays a
 # dataclass: its `raw` entry is left out of its comparisons.)
 class CoreTool(NamedTuple):
-    """One core tool of spec §2.2: its id, section, the profiles listing it, ``group:openclaw``."""
+    """One core tool of docs/tool-policy.md §2.2: its id, section, the profiles listing it,
+    ``group:openclaw``."""
 
     id: str
     section: str
@@ -69,7 +73,7 @@ def _core(id: str, section: str, profiles: str = "", openclaw: bool = True) -> C
     return CoreTool(id, section, frozenset(profiles.split()), openclaw)
 
 
-#: The 32 core tools in catalog order (spec §2.2).
+#: The 32 core tools in catalog order (docs/tool-policy.md §2.2).
 CORE_TOOLS: tuple[CoreTool, ...] = (
     _core("read", "fs", "coding", openclaw=False),
     _core("write", "fs", "coding", openclaw=False),
@@ -108,7 +112,8 @@ CORE_TOOLS: tuple[CoreTool, ...] = (
 #: Ids of the core tools, in catalog order.
 CORE_TOOL_IDS: tuple[str, ...] = tuple(t.id for t in CORE_TOOLS)
 
-#: The core groups (spec §2.3): ``group:openclaw`` then one group per section, members in order.
+#: The core groups (docs/tool-policy.md §2.3): ``group:openclaw`` then one group per section,
+#: members in order.
 CORE_GROUPS: dict[str, tuple[str, ...]] = {
     "group:openclaw": tuple(t.id for t in CORE_TOOLS if t.openclaw),
     **{f"group:{s}": tuple(t.id for t in CORE_TOOLS if t.section == s) for s in SECTIONS},
@@ -117,16 +122,16 @@ CORE_GROUPS: dict[str, tuple[str, ...]] = {
 #: The marker plugin id of every MCP tool; in profiles it stands for all MCP tools present.
 BUNDLE_MCP = "bundle-mcp"
 
-#: Profile allow lists (spec §2.4). ``full`` and any other value have no policy.
+#: Profile allow lists (docs/tool-policy.md §2.4). ``full`` and any other value have no policy.
 PROFILES: dict[str, tuple[str, ...]] = {
     "minimal": tuple(t.id for t in CORE_TOOLS if "minimal" in t.profiles),
     "coding": (*(t.id for t in CORE_TOOLS if "coding" in t.profiles), BUNDLE_MCP),
     "messaging": (*(t.id for t in CORE_TOOLS if "messaging" in t.profiles), BUNDLE_MCP),
 }
 
-#: ``loopDetection``'s thresholds and their defaults (spec §11.2), and its detectors: the keys
-#: the hooks read and the strict reading checks (here, not with the configuration models: a
-#: hook process loads this module, never those).
+#: ``loopDetection``'s thresholds and their defaults (docs/guard.md §11.2), and its detectors:
+#: the keys the hooks read and the strict reading checks (here, not with the configuration
+#: models: a hook process loads this module, never those).
 LOOP_DEFAULTS: Mapping[str, int] = {
     "historySize": 30,
     "warningThreshold": 10,
@@ -135,7 +140,8 @@ LOOP_DEFAULTS: Mapping[str, int] = {
 }
 LOOP_DETECTORS = ("genericRepeat", "knownPollNoProgress", "pingPong")
 
-#: Owner-only tool names (spec §7) and their approval class (used by ``before_tool_call``).
+#: Owner-only tool names (docs/tool-policy.md §7) and their approval class (used by
+#: ``before_tool_call``).
 OWNER_ONLY_TOOLS: dict[str, str] = {
     "whatsapp_login": "interactive",
     "cron": "control-plane",
@@ -150,14 +156,14 @@ CHANNEL_IDS: tuple[str, ...] = (
     "synology-chat", "telegram", "tlon", "twitch", "whatsapp", "zalo", "zalouser",
 )  # fmt: skip
 
-#: Sandbox default allow list (spec §5.7).
+#: Sandbox default allow list (docs/tool-policy.md §5.7).
 SANDBOX_DEFAULT_ALLOW: tuple[str, ...] = (
     "exec", "process", "read", "write", "edit", "apply_patch", "image", "sessions_list",
     "sessions_history", "sessions_send", "sessions_spawn", "sessions_yield", "subagents",
     "session_status",
 )  # fmt: skip
 
-#: Sandbox default deny list (spec §5.7).
+#: Sandbox default deny list (docs/tool-policy.md §5.7).
 SANDBOX_DEFAULT_DENY: tuple[str, ...] = (
     "browser",
     "canvas",
@@ -167,12 +173,12 @@ SANDBOX_DEFAULT_DENY: tuple[str, ...] = (
     *CHANNEL_IDS,
 )
 
-#: Sub-agent default denies for every sub-agent (spec §5.8).
+#: Sub-agent default denies for every sub-agent (docs/tool-policy.md §5.8).
 SUBAGENT_ALWAYS_DENY: tuple[str, ...] = (
     "gateway", "agents_list", "session_status", "cron", "sessions_send",
 )  # fmt: skip
 
-#: Sub-agent default denies added for leaf sub-agents (spec §5.8).
+#: Sub-agent default denies added for leaf sub-agents (docs/tool-policy.md §5.8).
 SUBAGENT_LEAF_DENY: tuple[str, ...] = (
     "subagents",
     "sessions_list",
@@ -220,7 +226,7 @@ def agent_uid(agent_id: str) -> EntityUID:
 
 
 class ToolsError(CedarliteError):
-    """A tool list (spec §4.2) that is not a list of tool objects."""
+    """A tool list (docs/tool-policy.md §4.2) that is not a list of tool objects."""
 
     code = "E0810"
 
@@ -253,7 +259,7 @@ class ToolInfo:
     ``plugin_key`` is the plugin id trimmed and lower-cased (``None`` for core tools, ``""`` for
     a blank plugin id, which gets no plugin group). ``dropped`` says why registration rejected
     the tool (``None`` when it is registered); ``collides_with`` lists the earlier optional
-    tools of the same name that take its name when they load (spec §6.2 step 3), and
+    tools of the same name that take its name when they load (docs/tool-policy.md §6.2 step 3), and
     ``name_taken`` marks an optional tool whose name is certainly taken (it is removed whether
     or not it loads; which of the two removes it depends on the run).
     """
@@ -289,7 +295,8 @@ class ToolInfo:
 
     @property
     def owner_restricted(self) -> bool:
-        """Removed for non-owner senders (spec §7): flagged, or one of the owner-only names."""
+        """Removed for non-owner senders (docs/tool-policy.md §7): flagged, or one of the owner-only
+        names."""
         return self.owner_only or self.normalized in OWNER_ONLY_TOOLS
 
     @property
@@ -320,7 +327,8 @@ class ToolCatalog:
 
     @classmethod
     def from_tools(cls, tools: Iterable[Mapping[str, Any]]) -> ToolCatalog:
-        """Register the tools of a run (spec §4.2, the static part of §6.2).
+        """Register the tools of a run (docs/tool-policy.md §4.2, the static part of
+        docs/tool-policy.md §6.2).
 
         Core tools are always kept. A plugin tool is dropped when its plugin id normalizes to
         the name of a core tool, when its exact name is a core tool's, or when an earlier
@@ -332,7 +340,7 @@ class ToolCatalog:
         keys = _unique_keys([item.get("name") for item in items])
         core_names = {norm(t.get("name")) for t in items if not isinstance(t.get("pluginId"), str)}
         core_exact = {
-            _identity(t.get("name")) for t in items if not isinstance(t.get("pluginId"), str)
+            identity(t.get("name")) for t in items if not isinstance(t.get("pluginId"), str)
         }
         certainly_taken: set[Any] = set()
         maybe_taken: dict[Any, list[int]] = {}
@@ -458,10 +466,10 @@ def _register(
     certainly_taken: set[Any],
     maybe_taken: dict[Any, list[int]],
 ) -> ToolInfo:
-    """The static part of spec §6.2 for one plugin tool (in input order)."""
+    """The static part of docs/tool-policy.md §6.2 for one plugin tool (in input order)."""
     if norm(info.plugin_id) in core_names:
         return replace(info, dropped="plugin-id-conflict")
-    exact = _identity(info.name)
+    exact = identity(info.name)
     taken = exact in core_exact or exact in certainly_taken
     if taken and not info.optional:
         return replace(info, dropped="name-conflict")
@@ -511,7 +519,7 @@ def _fingerprint(tools: Sequence[ToolInfo]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# MCP tool naming (spec §6.4)
+# MCP tool naming (docs/tool-policy.md §6.4)
 
 _SERVER_LIMIT = 30
 _NAME_LIMIT = 64
@@ -530,11 +538,11 @@ def _provider_safe(text: str, fallback: str) -> str:
 
 
 class McpTool(NamedTuple):
-    """One MCP tool of a configured server, named for the run (spec §6.4).
+    """One MCP tool of a configured server, named for the run (docs/tool-policy.md §6.4).
 
     ``collides_with`` lists the names that took, or wanted, the same ``<server>__<tool>`` name
     case-insensitively after cleaning and cutting (the other MCP tools' own names and the
-    run's other tools' names; at most 8 per clash). Spec §6.4 numbers the later ones
+    run's other tools' names; at most 8 per clash). docs/tool-policy.md §6.4 numbers the later ones
     (``-2``), so a policy naming ``notes__delete_note`` means ``Delete_Note`` and not
     ``delete_note``; a strict adapter refuses such tools instead
     (:class:`cedarlite.hosts.mcp_gate.McpGate`).
@@ -547,7 +555,7 @@ class McpTool(NamedTuple):
     collides_with: tuple[str, ...] = ()
 
     def to_tool(self) -> dict[str, Any]:
-        """The tool object of spec §4.2 (plugin id ``bundle-mcp``)."""
+        """The tool object of docs/tool-policy.md §4.2 (plugin id ``bundle-mcp``)."""
         out: dict[str, Any] = {"name": self.name, "pluginId": BUNDLE_MCP}
         if self.parameters is not None:
             out["parameters"] = dict(self.parameters)
@@ -558,7 +566,7 @@ def mcp_tools(
     servers: Mapping[str, Sequence[Any]] | Sequence[tuple[str, Sequence[Any]]],
     reserved: Iterable[str] = (),
 ) -> tuple[list[McpTool], list[str]]:
-    """Name the tools of MCP servers ``<server>__<tool>`` (spec §6.4).
+    """Name the tools of MCP servers ``<server>__<tool>`` (docs/tool-policy.md §6.4).
 
     ``servers`` maps each configured server name (in configuration order) to its tools: names,
     or MCP tool descriptions ``{"name", "inputSchema"?}``. ``reserved`` are the names of the

@@ -1,4 +1,4 @@
-"""The tools configuration of spec §4.1 as pydantic models.
+"""The tools configuration of docs/tool-policy.md §4.1 as pydantic models.
 
 The spec reads configurations leniently: a missing key and ``null`` are the same, a list field
 that is not an array counts as not set, an object field that is not an object is absent, entries
@@ -29,9 +29,9 @@ from pydantic import (
 )
 
 from .._jsonloc import json_path_text
+from ..data.values import I64_MAX
 from ..errors import CedarliteError
 from ..source import Span
-from ..values import I64_MAX
 
 #: The first step of the path of a finding on the run's tool list (``tools[0].name``).
 TOOL_LIST = "tools"
@@ -271,7 +271,7 @@ class ChannelEntry(_Model):
 
 
 class ToolsConfig(_Model):
-    """The whole configuration the tool-policy layer reads (spec §4.1)."""
+    """The whole configuration the tool-policy layer reads (docs/tool-policy.md §4.1)."""
 
     tools: Annotated[ToolsSection | None, WrapValidator(_object)] = None
     agents: Annotated[AgentsSection | None, WrapValidator(_object)] = None
@@ -282,7 +282,7 @@ class ToolsConfig(_Model):
 
     @property
     def max_spawn_depth(self) -> int:
-        """``max(1, floor(maxSpawnDepth))`` for a finite number, else 1 (spec §5.8).
+        """``max(1, floor(maxSpawnDepth))`` for a finite number, else 1 (docs/tool-policy.md §5.8).
 
         Capped at the largest Cedar Long, as run depths are.
         """

@@ -1,10 +1,10 @@
 """Lint a tools configuration and a run context: every mistake that would silently widen access.
 
-The spec reads configurations leniently (§4.1): a typo'd key, a misspelled profile, a string
-where a list belongs, all mean "not set", and the rule the user wrote disappears. That is right
-for resolving tools the way OpenClaw does, and wrong in front of a call. :func:`lint_config`
-reports all of it, each finding with its JSON path, what was expected and, where one is close,
-a did-you-mean:
+The spec reads configurations leniently (docs/tool-policy.md §4.1): a typo'd key, a misspelled
+profile, a string where a list belongs, all mean "not set", and the rule the user wrote disappears.
+That is right for resolving tools the way OpenClaw does, and wrong in front of a call.
+:func:`lint_config` reports all of it, each finding with its JSON path, what was expected and, where
+one is close, a did-you-mean:
 
 * **errors** (a strict :class:`~cedarlite.tools.ToolPolicy` refuses them): wrong types, unknown
   keys, unknown profiles, blank entries, unknown groups, agent entries without an id or with a
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..entities import check_json_limits, json_kind, load_json
+from ..data.jsonvalue import check_json_limits, json_kind, load_json
 from .catalog import (
     CORE_GROUPS,
     CORE_TOOL_IDS,
@@ -54,7 +54,7 @@ Loc = tuple[str | int, ...]
 #: Profile names: the three with an allow list, and ``full`` (no profile step).
 PROFILE_NAMES: tuple[str, ...] = (*PROFILES, "full")
 
-#: The run context keys of spec §4.3 and the JSON type each takes.
+#: The run context keys of docs/tool-policy.md §4.3 and the JSON type each takes.
 RUN_CONTEXT_KEYS: dict[str, str] = {
     "agentId": "string",
     "provider": "string",
@@ -99,7 +99,7 @@ def _looks_like(key: str, known: Iterable[str]) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The shape of the configuration the tool policy reads (spec §4.1)
+# The shape of the configuration the tool policy reads (docs/tool-policy.md §4.1)
 
 LIST = "list"  # an array of tool names
 PROFILE = "profile"
@@ -551,7 +551,7 @@ _TOOL = Section(
 
 
 def tool_issues(catalog: ToolCatalog) -> list[ConfigIssue]:
-    """The findings on a run's tool list (spec §4.2), each at ``tools[i]...`` (see
+    """The findings on a run's tool list (docs/tool-policy.md §4.2), each at ``tools[i]...`` (see
     :attr:`~cedarlite.tools.ConfigIssue.in_tool_list`): a tool without a string ``name``,
     values of the wrong type, and unknown keys that look like a known one (``nam``)."""
     linter = _Linter(catalog)
@@ -573,13 +573,13 @@ def lint_config(
 ) -> tuple[ConfigIssue, ...]:
     """Every finding on a tools configuration (and a run context), in document order.
 
-    ``tools`` (the run's tools or a :class:`ToolCatalog`) is what list entries are checked
-    against (the 32 core tools without it), and, with ``check_tools``, is checked itself
-    (:func:`tool_issues`, paths ``tools[i]...``); ``context`` (a run context, spec §4.3) is
-    checked too, its findings' paths starting with ``context``. Each finding is a
-    :class:`~cedarlite.tools.ConfigIssue` with ``severity`` ``"error"`` or ``"warning"``,
-    ``path``, ``message`` and ``help``. Raises :class:`~cedarlite.tools.ConfigError` only for
-    a configuration that is not a JSON object.
+    ``tools`` (the run's tools or a :class:`ToolCatalog`) is what list entries are checked against
+    (the 32 core tools without it), and, with ``check_tools``, is checked itself
+    (:func:`tool_issues`, paths ``tools[i]...``); ``context`` (a run context, docs/tool-policy.md
+    §4.3) is checked too, its findings' paths starting with ``context``. Each finding is a
+    :class:`~cedarlite.tools.ConfigIssue` with ``severity`` ``"error"`` or ``"warning"``, ``path``,
+    ``message`` and ``help``. Raises :class:`~cedarlite.tools.ConfigError` only for a configuration
+    that is not a JSON object.
     """
     raw = as_object(config)
     catalog = (

@@ -1,4 +1,4 @@
-"""Tool names, allow/deny entries and patterns (spec §3, §5.1).
+"""Tool names, allow/deny entries and patterns (docs/tool-policy.md §3, §5.1).
 
 Every comparison in the tool-policy layer happens on *normalized* strings: :func:`norm` trims
 JavaScript whitespace, lower-cases and maps the aliases (``bash`` → ``exec``). Entries of allow
@@ -17,14 +17,14 @@ from typing import Any, NamedTuple
 
 from .._glob import compile_glob, match_glob
 
-#: JavaScript's ``String.prototype.trim`` whitespace (spec §3.1).
+#: JavaScript's ``String.prototype.trim`` whitespace (docs/tool-policy.md §3.1).
 JS_WHITESPACE = (
     "\t\n\x0b\x0c\r \u00a0\u1680"
     + "".join(chr(c) for c in range(0x2000, 0x200B))
     + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 
-#: Whole-name aliases (spec §3.1).
+#: Whole-name aliases (docs/tool-policy.md §3.1).
 ALIASES: dict[str, str] = {"bash": "exec", "apply-patch": "apply_patch"}
 
 
@@ -53,7 +53,7 @@ def trim_lower(value: Any) -> str:
 
 
 def norm(value: Any) -> str:
-    """The normalized form of a tool name or list entry (spec §3.1).
+    """The normalized form of a tool name or list entry (docs/tool-policy.md §3.1).
 
     Not a string → ``""``; otherwise trimmed, lower-cased, then replaced through the alias table
     (whole names only: ``bash*`` stays ``bash*``).
@@ -71,7 +71,8 @@ _AGENT_ID_BAD_RUN = re.compile(r"[^a-z0-9_-]+")
 
 
 def norm_agent_id(value: Any) -> str:
-    """``normAgentId`` (spec §5.1): a lower-case id of at most 64 ``[a-z0-9_-]`` characters.
+    """``normAgentId`` (docs/tool-policy.md §5.1): a lower-case id of at most 64 ``[a-z0-9_-]``
+    characters.
 
     ``" Ops Team "`` → ``ops-team``; empty, blank or unusable values → ``main``.
     """
@@ -92,14 +93,14 @@ def dedupe(items: Iterable[Any]) -> list[Any]:
     seen: set[Hashable] = set()
     out: list[Any] = []
     for item in items:
-        key = _identity(item)
+        key = identity(item)
         if key not in seen:
             seen.add(key)
             out.append(item)
     return out
 
 
-def _identity(value: Any) -> Hashable:
+def identity(value: Any) -> Hashable:
     """A key equal for values JavaScript's ``===`` finds equal (``1`` and ``1.0`` are)."""
     if isinstance(value, bool | str) or value is None:
         return (type(value).__name__, value)
@@ -133,7 +134,8 @@ class Pattern(NamedTuple):
 
 
 def pattern_of(entry: Any) -> Pattern | None:
-    """The pattern of one entry (spec §3.3), or ``None`` for an entry that is blank."""
+    """The pattern of one entry (docs/tool-policy.md §3.3), or ``None`` for an entry that is
+    blank."""
     text = norm(entry)
     if not text:
         return None
@@ -146,12 +148,13 @@ def pattern_of(entry: Any) -> Pattern | None:
 
 def glob_match(glob: str, name: str) -> bool:
     """Whether ``name`` matches ``glob``, anchored at both ends, each ``*`` matching any run of
-    characters other than line terminators (spec §3.3); linear in ``name``."""
+    characters other than line terminators (docs/tool-policy.md §3.3); linear in ``name``."""
     return match_glob(compile_glob(glob), name)
 
 
 def expand(entries: Iterable[Any], groups: dict[str, tuple[str, ...]]) -> list[str]:
-    """Core group expansion (spec §3.2): normalize, drop blanks, replace group keys, dedupe."""
+    """Core group expansion (docs/tool-policy.md §3.2): normalize, drop blanks, replace group keys,
+    dedupe."""
     out: list[str] = []
     for entry in entries:
         text = norm(entry)

@@ -1,4 +1,5 @@
-"""Tool parameters: the schema provider of calls, and provider schema normalization (spec §12).
+"""Tool parameters: the schema provider of calls, and provider schema normalization
+(docs/tool-policy.md §12).
 
 A tool's parameter JSON schema describes the **resource of a call**: the call's arguments become
 typed attributes of an entity ``Call::<tool>::"<call id>"`` (``resource.command``,
@@ -22,7 +23,7 @@ tool with such a schema declares the path-like names of the shipped rules
 (:data:`PATH_ARGUMENTS`) as optional strings, so that ``resource has path && resource.path
 like "..."`` validates for it (:func:`input_type`).
 
-The second half is the normalization of spec §12, plain Python on JSON schemas:
+The second half is the normalization of docs/tool-policy.md §12, plain Python on JSON schemas:
 :func:`normalize_tool_parameters` (top-level shapes, flattening ``anyOf``/``oneOf``),
 :func:`clean_for_gemini` and :func:`strip_unsupported_schema_keywords`.
 """
@@ -38,8 +39,9 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from ..ast import RESERVED
-from ..entities import Entity
+from ..data.entities import Entity
+from ..data.values import EntityUID, Record
+from ..lang.ast import RESERVED
 from ..schema.defs import ActionDef, AppliesTo, EntityTypeDef
 from ..schema.model import Schema
 from ..schema.types import (
@@ -52,7 +54,6 @@ from ..schema.types import (
     RecordType,
     SetType,
 )
-from ..values import EntityUID, Record
 from . import arguments
 from .arguments import PATH_ARGUMENTS as PATH_ARGUMENTS  # re-exported
 from .arguments import ArgumentPlan, Check, RecordCheck
@@ -345,7 +346,7 @@ def _check(schema: Any, t: CedarType | None) -> Check:
 
 
 def call_arguments(tool: ToolInfo, params: Any) -> Record:
-    """The typed record of a call's arguments (spec §4.2 parameters); raises
+    """The typed record of a call's arguments (docs/tool-policy.md §4.2 parameters); raises
     :class:`ToolArgumentError` naming the argument when they do not conform."""
     return argument_plan(tool).convert(params)
 
@@ -479,13 +480,14 @@ def validate_rules(rules: Any, catalog: ToolCatalog) -> Any:
 
     Returns its ``ValidationResult`` (an unknown attribute is an error with a did-you-mean).
     """
+    # lazy on purpose: only rules checked against the catalog need the validator
     from ..schema.validator import validate
 
     return validate(rules, cedar_schema(catalog))
 
 
 # ---------------------------------------------------------------------------------------------
-# Spec §12: parameter-schema normalization
+# docs/tool-policy.md §12: parameter-schema normalization
 
 
 def _js_typeof(value: Any) -> str:
@@ -524,7 +526,8 @@ def _same_value(a: Any, b: Any) -> bool:
 
 
 def merge_property(a: Any, b: Any) -> Any:
-    """``mergeProperty`` of spec §12.1: two definitions of one property of a flattened union."""
+    """``mergeProperty`` of docs/tool-policy.md §12.1: two definitions of one property of a
+    flattened union."""
     if not js_truthy(a):
         return b
     if not js_truthy(b):
@@ -556,7 +559,7 @@ def normalize_tool_parameters(
     provider: str | None = None,
     unsupported_keywords: Sequence[Any] = (),
 ) -> Any:
-    """Spec §12: the parameter schema a provider receives for a tool.
+    """docs/tool-policy.md §12: the parameter schema a provider receives for a tool.
 
     ``provider`` is the run's provider id; ``unsupported_keywords`` the model's
     ``unsupportedToolSchemaKeywords`` (strings, trimmed, blanks dropped).
@@ -633,8 +636,8 @@ def _flatten(root: Mapping[str, Any], variants: list[Any]) -> dict[str, Any]:
 def clean_schema(
     schema: Any, *, provider: str | None = None, unsupported_keywords: Any = ()
 ) -> Any:
-    """``clean`` of spec §12.2: Gemini cleaning for Google/Gemini providers, else stripping the
-    model's unsupported keywords, else the schema as is."""
+    """``clean`` of docs/tool-policy.md §12.2: Gemini cleaning for Google/Gemini providers, else
+    stripping the model's unsupported keywords, else the schema as is."""
     p = provider.strip().lower() if isinstance(provider, str) else ""
     if ("google" in p or "gemini" in p) and "anthropic" not in p:
         return clean_for_gemini(schema)
@@ -645,7 +648,8 @@ def clean_schema(
 
 
 def strip_unsupported_schema_keywords(schema: Any, keywords: set[str] | frozenset[str]) -> Any:
-    """Drop ``keywords`` from a schema and its properties, items and union variants (§12.2)."""
+    """Drop ``keywords`` from a schema and its properties, items and union variants
+    (docs/tool-policy.md §12.2)."""
     if isinstance(schema, list):
         return [strip_unsupported_schema_keywords(s, keywords) for s in schema]
     if not isinstance(schema, Mapping):
@@ -665,7 +669,7 @@ def strip_unsupported_schema_keywords(schema: Any, keywords: set[str] | frozense
     return out
 
 
-#: Keywords Gemini does not accept (spec §12.2).
+#: Keywords Gemini does not accept (docs/tool-policy.md §12.2).
 GEMINI_UNSUPPORTED = frozenset({
     "patternProperties", "additionalProperties", "$schema", "$id", "$ref", "$defs", "definitions",
     "examples", "minLength", "maxLength", "minimum", "maximum", "multipleOf", "pattern", "format",
@@ -703,7 +707,7 @@ def _literal(v: Any) -> tuple[bool, Any]:
 
 
 def clean_for_gemini(schema: Any) -> Any:
-    """``cleanForGemini`` of spec §12.2: the schema Gemini accepts."""
+    """``cleanForGemini`` of docs/tool-policy.md §12.2: the schema Gemini accepts."""
     return _gemini(schema, {}, frozenset())
 
 
@@ -786,7 +790,8 @@ def _gemini(node: Any, defs: Mapping[str, Any], expanding: frozenset[str]) -> An
 
 
 def _collapse(node: dict[str, Any], variants: list[Any]) -> dict[str, Any] | None:
-    """Collapse a union with object variants (spec §12.2); ``None`` when it has none."""
+    """Collapse a union with object variants (docs/tool-policy.md §12.2); ``None`` when it has
+    none."""
     objects = [v for v in variants if isinstance(v, Mapping | list)]
     if not objects:
         return None
@@ -804,7 +809,7 @@ def _collapse(node: dict[str, Any], variants: list[Any]) -> dict[str, Any] | Non
 
 
 def _sanitize_required(out: dict[str, Any]) -> dict[str, Any]:
-    """``required`` keeps the strings naming a property (spec §12.2, last rule)."""
+    """``required`` keeps the strings naming a property (docs/tool-policy.md §12.2, last rule)."""
     required = out.get("required")
     if not isinstance(required, list):
         return out

@@ -1,10 +1,11 @@
-"""Resolve the tools of a run through the compiled Cedar policies (spec §5-§10).
+"""Resolve the tools of a run through the compiled Cedar policies (docs/tool-policy.md §5-§10).
 
-:func:`resolve_tools` is the whole layer: it builds (or reuses) the catalog of the run's tools
-and the Cedar policies of the configuration, turns the run context into a Cedar request context,
-asks the engine once per tool, and reports the survivors in input order, the step that removed
-each other tool, the diagnostics of §10 and, when an explicit allowlist left nothing callable, the
-guard error of §9. Python never filters here: every keep/remove is a Cedar decision.
+:func:`resolve_tools` is the whole layer: it builds (or reuses) the catalog of the run's tools and
+the Cedar policies of the configuration, turns the run context into a Cedar request context, asks
+the engine once per tool, and reports the survivors in input order, the step that removed each other
+tool, the diagnostics of docs/tool-policy.md §10 and, when an explicit allowlist left nothing
+callable, the guard error of docs/tool-policy.md §9. Python never filters here: every keep/remove is
+a Cedar decision.
 
 :class:`ToolPolicy` is the same, compiled once for a configuration and a catalog: the object to
 keep around when a process resolves many runs or decides many calls.
@@ -24,18 +25,18 @@ from typing import Any
 from cachetools import LRUCache
 
 from .._log import get_logger
-from ..ast import Effect, Policy, ScopeOp
 from ..authorizer import is_authorized, is_authorized_batch
-from ..compiler.codegen import compile_predicate
-from ..entities import Entities
+from ..data.entities import Entities
+from ..data.request import Request
+from ..data.response import Decision, Response
+from ..data.values import I64_MAX, I64_MIN, EntityUID, Record
+from ..engine.compiler.codegen import compile_predicate
+from ..engine.evaluator import Evaluator
 from ..errors import CedarliteError, ValidationError
-from ..evaluator import Evaluator
-from ..policyset import PolicySet
-from ..request import Request
-from ..response import Decision, Response
+from ..lang.ast import Effect, Policy, ScopeOp
+from ..policyset import PolicyOrigin, PolicySet
 from ..schema.model import Schema
 from ..schema.validator import ValidationIssue, ValidationResult, Validator
-from ..values import I64_MAX, I64_MIN, EntityUID, Record
 from .arguments import ArgumentPlan
 from .catalog import (
     CORE_GROUPS,
@@ -54,7 +55,6 @@ from .compile import (
     LAYER_OPTIONAL,
     LAYER_OWNER,
     LAYER_TOOLS_ENABLED,
-    STEP_LABELS,
     CompiledStep,
     ToolPolicySet,
     compile_config,
@@ -71,6 +71,7 @@ from .lint import (
 )
 from .names import js_trim, js_truthy, norm, norm_agent_id, trim_lower
 from .params import ToolArgumentError, argument_plan, call_entity, cedar_schema
+from .steps import STEP_LABELS
 
 #: The engine every tool decision uses: cedarlite's compiled decision index (the reference
 #: interpreter, ``"reference"``, gives the same answers).
@@ -83,7 +84,8 @@ log = get_logger("cedarlite.tools")
 
 
 class EmptyAllowlistError(CedarliteError):
-    """An explicit allowlist left no callable tool (spec §9); ``str()`` is the guard message.
+    """An explicit allowlist left no callable tool (docs/tool-policy.md §9); ``str()`` is the guard
+    message.
 
     ``resolution`` is the :class:`ToolResolution` that triggered it.
     """
@@ -104,7 +106,7 @@ class EmptyAllowlistError(CedarliteError):
 
 @dataclass(frozen=True, slots=True)
 class RunContext:
-    """A run context (spec §4.3) normalized for the Cedar request.
+    """A run context (docs/tool-policy.md §4.3) normalized for the Cedar request.
 
     ``agent`` is the agent id (normalized, or the default agent of the configuration);
     ``provider`` is trimmed and lower-cased (``""`` when absent) and ``provider_model`` the
@@ -126,7 +128,7 @@ class RunContext:
 
     @classmethod
     def of(cls, context: Mapping[str, Any] | None, config: ToolsConfig) -> RunContext:
-        """Normalize a run context given as in spec §4.3."""
+        """Normalize a run context given as in docs/tool-policy.md §4.3."""
         if context is None:
             context = {}
         if not isinstance(context, Mapping):
@@ -195,7 +197,8 @@ def _whole(value: Any) -> int:
 
 
 def default_agent(config: ToolsConfig) -> str:
-    """The default agent (spec §5.1): the first list entry marked ``default``, else the first."""
+    """The default agent (docs/tool-policy.md §5.1): the first list entry marked ``default``, else
+    the first."""
     entries = [e for e in (config.agents.entries or ()) if e is not None] if config.agents else []
     if not entries:
         return "main"
@@ -225,11 +228,12 @@ class ToolDecision:
 class ToolResolution:
     """The tools a run may see.
 
-    ``allowed``: names exactly as given, in input order. ``removed``: each other tool name →
-    the label of the earliest layer (pipeline order) whose policy removed it. ``warnings``: the
-    diagnostics of spec §10 and the registration diagnostics of §6.2. ``error``: the guard
-    message of §9 when it applies (:func:`resolve_tools` raises it). ``findings``: the lint
-    findings of the configuration and the run context (:func:`~cedarlite.tools.lint_config`).
+    ``allowed``: names exactly as given, in input order. ``removed``: each other tool name → the
+    label of the earliest layer (pipeline order) whose policy removed it. ``warnings``: the
+    diagnostics of docs/tool-policy.md §10 and the registration diagnostics of docs/tool-policy.md
+    §6.2. ``error``: the guard message of docs/tool-policy.md §9 when it applies
+    (:func:`resolve_tools` raises it). ``findings``: the lint findings of the configuration and the
+    run context (:func:`~cedarlite.tools.lint_config`).
     """
 
     allowed: list[Any]
@@ -241,7 +245,8 @@ class ToolResolution:
     findings: tuple[ConfigIssue, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The output of spec §4.4: ``{"allowed": [...]}`` or ``{"error": "..."}``."""
+        """The output of docs/tool-policy.md §4.4: ``{"allowed": [...]}`` or ``{"error":
+        "..."}``."""
         return {"error": self.error} if self.error is not None else {"allowed": list(self.allowed)}
 
 
@@ -302,9 +307,9 @@ def _matching(entries: Sequence[Any]) -> str:
 class ToolPolicy:
     """A tools configuration compiled for one catalog (build once, resolve many runs).
 
-    ``config`` is the JSON configuration (spec §4.1); ``tools`` the run's tool list (spec §4.2)
-    or a :class:`ToolCatalog`; ``engine`` the cedarlite engine (``"compiled"`` or
-    ``"reference"``, which agree).
+    ``config`` is the JSON configuration (docs/tool-policy.md §4.1); ``tools`` the run's tool list
+    (docs/tool-policy.md §4.2) or a :class:`ToolCatalog`; ``engine`` the cedarlite engine
+    (``"compiled"`` or ``"reference"``, which agree).
 
     ``findings`` are the configuration's lint findings against this catalog
     (:func:`~cedarlite.tools.lint_config`), split into ``errors`` and ``warnings``. With
@@ -413,7 +418,8 @@ class ToolPolicy:
 
     @guard_depth
     def resolve(self, context: Mapping[str, Any] | None) -> ToolResolution:
-        """The tools offered to the model for a run (spec §4.4); never raises the guard.
+        """The tools offered to the model for a run (docs/tool-policy.md §4.4); never raises the
+        guard.
 
         The resolution's ``findings`` are the configuration's and the context's lint findings.
         """
@@ -436,7 +442,7 @@ class ToolPolicy:
 
     @staticmethod
     def _registration_notes(decisions: Sequence[ToolDecision]) -> list[str]:
-        """The diagnostics of spec §6.2, in input order."""
+        """The diagnostics of docs/tool-policy.md §6.2, in input order."""
         notes = []
         for d in decisions:
             if d.removed_by == LAYER_ID_CONFLICT:
@@ -749,8 +755,9 @@ class RuleSet(PolicySet):
         source: str | None,
         checked: str,
         warnings: tuple[ValidationIssue, ...] = (),
+        origins: Mapping[str, PolicyOrigin] | None = None,
     ) -> None:
-        super().__init__(policies, source=source)
+        super().__init__(policies, source=source, origins=origins)
         self.checked = checked
         self.warnings = warnings
 
@@ -759,9 +766,8 @@ class RuleSet(PolicySet):
         cls, policies: PolicySet, checked: str, warnings: tuple[ValidationIssue, ...] = ()
     ) -> RuleSet:
         """``policies`` as a rule set, each policy keeping the file and text it came from."""
-        rules = cls(policies, policies.source, checked, warnings)
-        rules._origins = {p.id: policies.origin(p.id) for p in policies}
-        return rules
+        origins = {p.id: policies.origin(p.id) for p in policies}
+        return cls(policies, policies.source, checked, warnings, origins=origins)
 
 
 class RulesError(ValidationError):
@@ -821,7 +827,7 @@ def _authorize_all(
 
 
 # ---------------------------------------------------------------------------------------------
-# The guard (§9) and the diagnostics (§10)
+# The guard (docs/tool-policy.md §9) and the diagnostics (docs/tool-policy.md §10)
 
 _GUARD = (
     "No callable tools remain after resolving explicit tool allowlist ({sources}); {reason}. "
@@ -865,7 +871,8 @@ _BOTH = (
 def _unknown_entry_warnings(
     steps: Sequence[CompiledStep], decisions: Sequence[ToolDecision]
 ) -> list[str]:
-    """Spec §10: unknown allowlist entries of steps 1-7, against the tools that entered."""
+    """docs/tool-policy.md §10: unknown allowlist entries of steps 1-7, against the tools that
+    entered."""
     entered = [
         d.tool for d in decisions
         if d.response is not None and (d.removed_by is None or _after_entry(d.removed_by))
@@ -964,13 +971,14 @@ def resolve_tools(
     tools: Iterable[Mapping[str, Any]] | ToolCatalog,
     context: Mapping[str, Any] | None,
 ) -> ToolResolution:
-    """Resolve the tools offered to the model for a run (spec §1, §4-§10).
+    """Resolve the tools offered to the model for a run (docs/tool-policy.md §1, docs/tool-policy.md
+    §4-§10).
 
-    ``config`` is the tools configuration (§4.1), ``tools`` the run's tools (§4.2), ``context``
-    the run context (§4.3). Every decision is made by the compiled Cedar policies.
-    Raises :class:`EmptyAllowlistError` (whose ``str()`` is the message of §9) when an explicit
-    allowlist left no callable tool, :class:`~cedarlite.tools.ConfigError` for a configuration
-    that is not an object.
+    ``config`` is the tools configuration (docs/tool-policy.md §4.1), ``tools`` the run's tools
+    (docs/tool-policy.md §4.2), ``context`` the run context (docs/tool-policy.md §4.3). Every
+    decision is made by the compiled Cedar policies. Raises :class:`EmptyAllowlistError` (whose
+    ``str()`` is the message of docs/tool-policy.md §9) when an explicit allowlist left no callable
+    tool, :class:`~cedarlite.tools.ConfigError` for a configuration that is not an object.
     """
     resolution = tool_policy(config, tools).resolve(context)
     if resolution.error is not None:
@@ -1002,8 +1010,8 @@ def explain(
     """The step-by-step trace for one tool: each layer's verdict, the matching entries and the
     Cedar policy ids.
 
-    ``tool`` is a tool object (spec §4.2) or a name; ``tools`` the run's tools (default: just
-    this one tool).
+    ``tool`` is a tool object (docs/tool-policy.md §4.2) or a name; ``tools`` the run's tools
+    (default: just this one tool).
     """
     if tools is None:
         tools = [tool if isinstance(tool, Mapping) else {"name": tool}]
