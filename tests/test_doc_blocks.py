@@ -382,3 +382,25 @@ def test_named_code_exists(page: Path) -> None:
     paths = set(FILES.findall(text)) - IN_THE_WHEEL
     missing += [f for f in sorted(paths) if not (ROOT / f).exists()]
     assert not missing, missing
+
+
+CITE = re.compile(r"docs/([\w-]+\.md)(?: §(\d+(?:\.\d+)*))?")
+
+
+def test_the_code_cites_pages_and_sections_that_exist() -> None:
+    """A comment's ``docs/guard.md §11.4.8`` names a page that exists (or is arriving) with a
+    heading for that section or the section it belongs to (``§11.4``)."""
+    broken = []
+    sources = [*(ROOT / "cedarlite").rglob("*.py"), *(ROOT / "grammar").glob("*.lark")]
+    for source in sorted(sources):
+        for page, section in set(CITE.findall(source.read_text(encoding="utf-8"))):
+            path = ROOT / "docs" / page
+            if not path.exists():
+                if f"docs/{page}" not in ARRIVING:
+                    broken.append(f"{source.relative_to(ROOT)}: docs/{page}")
+                continue
+            headings = re.findall(r"^#+ .*?§([\d.]+)", _prose(path), re.M)
+            parts = section.split(".") if section else []
+            if parts and not any(".".join(parts[:n]) in headings for n in range(len(parts), 0, -1)):
+                broken.append(f"{source.relative_to(ROOT)}: docs/{page} §{section}")
+    assert not broken, broken
