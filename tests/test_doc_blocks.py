@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # Pages other helpers are writing, linked before they land; the lead deletes this constant (and
-# its use in `check_link`) once they exist.
+# its two uses) once they exist.
 ARRIVING = frozenset(f"docs/{name}.md" for name in ("service", "openclaw", "proofs"))
 
 LANGUAGES = {"python", "bash", "json", "jsonc", "cedar", "cedarschema", "text", "console"}
