@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         entity = call_entity(policy.catalog, info, arguments, "call")
         record = Record({**run.record(), "input": arguments})
         request = Request(run.principal, info.action, entity.uid, record)
-        prebuilt.append((request, base._entities.overlay([entity])))
+        prebuilt.append((request, base.policy.entities.overlay([entity])))
 
     calls = [{"sessionKey": "bench", "toolCallId": f"c{i}"} for i in range(len(CALLS))]
     rows: dict[str, Callable[[int], Any]] = {

@@ -3,7 +3,9 @@
 A hook process (one per tool call) that logs nothing should not pay for importing
 :mod:`logging`. :func:`get_logger` returns a :class:`Logger` with the methods cedarlite uses;
 the first record logged imports :mod:`logging` and goes to the standard logger of that name,
-so handlers, levels and ``caplog`` work as usual.
+so handlers, levels and ``caplog`` work as usual. The ``cedarlite`` logger has a
+:class:`logging.NullHandler` (added with that first record), as a library's should: nothing is
+printed unless the application configures logging.
 
 A :func:`capture` (the hook's: it prints cedarlite's warnings on stderr itself) takes
 cedarlite's records of level ``WARNING`` and above, as their messages, instead of
@@ -20,6 +22,8 @@ _WARNING = 30  # logging.WARNING, without importing logging
 
 # The message sink of the running capture (None: records go to logging).
 _sink: Callable[[str], None] | None = None
+# Whether the `cedarlite` logger has its NullHandler (added with the first record).
+_quiet = False
 
 
 class Logger:
@@ -42,6 +46,12 @@ class Logger:
         # lazy on purpose: a hook process never imports logging (test_layering)
         import logging
 
+        global _quiet
+        if not _quiet:
+            # A library's logger: quiet (not logging's last-resort handler on stderr) unless
+            # the application configures logging.
+            logging.getLogger("cedarlite").addHandler(logging.NullHandler())
+            _quiet = True
         kwargs.setdefault("stacklevel", 3)  # the caller of debug()/info()/..., not this module
         logging.getLogger(self.name).log(level, msg, *args, **kwargs)
 

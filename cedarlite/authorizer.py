@@ -19,6 +19,7 @@ from .data.request import Request, make_request
 # Decision and PolicyError are re-exported: they lived here before cedarlite.data.response.
 from .data.response import Decision, PolicyError, Response  # noqa: F401
 from .engine.compiler import compiled
+from .errors import ArgumentError, did_you_mean
 from .policyset import PolicySet
 
 if TYPE_CHECKING:
@@ -45,7 +46,10 @@ def coerce_inputs(
 
 def _check_engine(engine: str) -> None:
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine `{engine}`; expected `compiled` or `reference`")
+        raise ArgumentError(
+            f"unknown engine `{engine}`; expected `compiled` or `reference`",
+            help=did_you_mean(str(engine), ENGINES),
+        )
 
 
 def is_authorized(

@@ -6,6 +6,9 @@ Every exception cedarlite raises on bad input is a :class:`CedarliteError`; fore
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from .source import Located, Span, render_snippet
 
 
@@ -78,8 +81,21 @@ class CedarliteError(Located, Exception):
         )
 
 
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """``did you mean `x`?`` for the closest candidate, if one is close (an error's help)."""
+    match = difflib.get_close_matches(name, sorted(set(candidates)), n=1)
+    return f"did you mean `{match[0]}`?" if match else None
+
+
 def _rebuild(cls, message, span, text, source, help, code):  # pragma: no cover
     return cls(message, span=span, text=text, source=source, help=help, code=code)
+
+
+class ArgumentError(CedarliteError, ValueError):
+    """A Python argument that is none of the values it may take (``engine="refrence"``); a
+    :class:`ValueError` too, as Python's own argument errors are."""
+
+    code = "E0020"
 
 
 class ParseError(CedarliteError):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .authorizer import Decision, Response, is_authorized
@@ -445,7 +445,9 @@ def _compare(case: PolicyTest, resp: Response, policies: PolicySet) -> str:
             problems.append("unexpected reason(s): " + ", ".join(f"`{r}`" for r in extra))
     erring = [e.policy_id for e in resp.errors]
     if case.num_errors is not None and len(erring) != case.num_errors:
-        detail = "; ".join(str(e) for e in resp.errors)
+        detail = "; ".join(
+            str(replace(e, policy_id=policies.label(e.policy_id))) for e in resp.errors
+        )
         problems.append(
             f"expected {case.num_errors} error(s), got {len(erring)}"
             + (f": {detail}" if detail else "")

@@ -137,12 +137,15 @@ def test_tools_check_decides_every_call_and_names_each_bad_one(tmp_path, capsys)
     )
     assert lines[3].startswith('ERROR  exec {"command": 123}  (calls[2]: argument `command`')
     assert lines[4].startswith("ERROR  exec {}  (calls[3]: argument `command` of tool `exec` is")
-    assert lines[5].startswith('ERROR  read {"path": "a"}  (calls[4]: `expect` must be')
+    assert lines[5].startswith('ALLOW  read {"path": "a"}')  # decided, its `expect` flagged
+    assert lines[5].endswith("<< calls[4]: `expect` must be `allow`, `deny` (or `block`) or "
+                             "`ask`, not `true`")  # fmt: skip
     assert lines[6] == "ERROR  ?  (calls[5]: this call has no `tool`)"
     assert lines[7].startswith("ALLOW  read")  # the calls after the bad ones are decided too
     assert lines[8] == "2/2 calls decided as expected"
     assert f"{path}:19:12: error[E0830]: unknown tool `exce`" in err
-    assert "Traceback" not in err and err.rstrip().endswith("5 calls could not be decided")
+    assert "Traceback" not in err and err.rstrip().endswith("4 calls could not be decided")
+    assert "1 call with an `expect` that is no verdict" in err
 
 
 def test_argument_errors_are_tools_errors():

@@ -639,6 +639,17 @@ def test_for_context_is_the_guard_that_context_would_build(tmp_path):
         lenient.for_context({"agentId": "x"})
 
 
+def test_a_guard_for_another_context_shares_the_hooks_registered_before_not_after():
+    guard = make()
+    guard.register_hook(lambda event, ctx: {"params": {**event["params"], "timeout": 5}})
+    other = guard.for_context({})
+    other.register_hook(lambda event, ctx: {"block": True}, plugin_id="late")
+    call = ("exec", {"command": "ls"}, CALL)
+    assert guard.before_tool_call(*call).params == {"command": "ls", "timeout": 5}
+    blocked = other.before_tool_call(*call)
+    assert blocked.blocked and blocked.reason == "Tool call blocked by plugin hook"
+
+
 def test_lifecycle_events():
     events = []
     guard = make(on_event=events.append)

@@ -64,7 +64,7 @@ def test_filter_and_decide_over_listed_tools() -> None:
     assert no.reason.endswith("(policy fs.writes-in-drafts)")
     assert decide(gate, "write_file", {"path": "/srv/drafts/a.txt", "content": "x"}).allowed
     traversal = decide(gate, "read_text_file", {"path": "/srv/../etc/passwd"})
-    assert traversal.reason == "Paths with `..` are not allowed. (policy fs.no-traversal)"
+    assert traversal.reason == "Paths with `..` are not allowed. (policy fs.no-dotdot)"
     moved = decide(gate, "move_file", {})
     assert (
         moved.reason == "Tool fs__move_file is not available in this run (removed by tools.allow)."

@@ -15,6 +15,7 @@ from typing import Any
 from ..data.entities import Entities
 from ..data.jsonvalue import load_json
 from ..data.response import Response
+from ..data.values import EntityUID
 from ..errors import CedarliteError, RequestError
 from ..policyset import PolicySet
 
@@ -34,6 +35,13 @@ class UsageError(Exception):
 
 
 class ArgumentParser(argparse.ArgumentParser):
+    """No command takes an abbreviation of an option: ``--policy`` is not ``--policy-format``
+    (a misspelled option is an error that says what was meant: ``main.unknown_options``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> Any:
         self.print_usage(sys.stderr)
         raise UsageError(f"{self.prog}: error: {message}")
@@ -132,22 +140,39 @@ def read_schema(args: argparse.Namespace) -> Any:
     return Schema.from_str(text, args.schema)
 
 
-def read_request(args: argparse.Namespace) -> dict[str, Any]:
+def read_request(args: argparse.Namespace, unread: Sequence[str] = ()) -> dict[str, Any]:
+    """The request of ``--request-json`` or of the flags; the variables in ``unread`` (which
+    nothing will read) may be left out: an entity no store holds stands in for them."""
     if args.request_json:
         from_file = json_file(args.request_json, "request")
         if not isinstance(from_file, dict):
             raise Failure(f"error: {args.request_json}: a request must be a JSON object")
         return from_file
-    missing = [f"--{k}" for k in ("principal", "action", "resource") if not getattr(args, k)]
+    names = ("principal", "action", "resource")
+    missing = [f"--{k}" for k in names if not getattr(args, k) and k not in unread]
     if missing:
         raise Failure(f"error: give --request-json, or all of {', '.join(missing)}")
     request: dict[str, Any] = {
         name: uid_flag(getattr(args, name), f"--{name}")
-        for name in ("principal", "action", "resource")
+        if getattr(args, name)
+        else EntityUID("__cedarlite::Unspecified", name)
+        for name in names
     }
     if args.context:
-        request["context"] = json_file(args.context, "context")
+        request["context"] = read_context(args.context)
     return request
+
+
+def read_context(value: str) -> Any:
+    """``--context``: a JSON object written inline (``'{"hour": 3}'``), or its file."""
+    if value.lstrip().startswith("{"):
+        return load_json(value, "--context", JSONFileError)
+    return json_file(value, "context")
+
+
+def context_name(value: str | None) -> str | None:
+    """What errors in the ``--context`` value name: its file, or the flag."""
+    return "--context" if value and value.lstrip().startswith("{") else value
 
 
 def uid_flag(value: str, flag: str) -> Any:

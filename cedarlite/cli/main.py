@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -67,9 +66,6 @@ from .tools import (
     cmd_tools_schema,
     cmd_tools_shipped,
 )
-
-_QUIET = logging.NullHandler()
-
 
 ERROR_FORMATS = ("human", "json")
 
@@ -151,7 +147,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("-l", "--principal", help='principal, e.g. User::"alice"')
         p.add_argument("-a", "--action", help='action, e.g. Action::"read"')
         p.add_argument("-r", "--resource", help='resource, e.g. Doc::"readme"')
-        p.add_argument("-c", "--context", metavar="FILE", help="JSON context file")
+        p.add_argument(
+            "-c",
+            "--context",
+            metavar="FILE_OR_JSON",
+            help="JSON context file, or inline: '{\"hour\": 3}'",
+        )
         p.add_argument(
             "--no-request-validation",
             action="store_true",
@@ -169,6 +170,11 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="strict validation of policies against a schema")
     policies_args(v)
     v.add_argument("-s", "--schema", required=True, help="schema file (.cedarschema, or .json)")
+    v.add_argument(
+        "--deny-warnings",
+        action="store_true",
+        help="fail (exit 3) on warnings too: a forbid that can never apply, say (for CI)",
+    )
     v.set_defaults(run=cmd_validate)
 
     c = sub.add_parser("check-parse", help="check that policies (and entities) parse")
@@ -468,9 +474,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _hook_parser(sub)
     else:
         parser = _parser()
-    # The tool commands print the tool layer's warnings themselves, located and with hints:
-    # keep Python's last-resort handler from printing them a second time.
-    logging.getLogger("cedarlite").addHandler(_QUIET)
     args = argparse.Namespace(error_format="human")
     try:
         args = parser.parse_args(argv)
@@ -479,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except UsageError as err:
         print(err, file=sys.stderr)
+        for hint in unknown_options(parser, words):
+            print(f"{parser.prog}: error: {hint}", file=sys.stderr)
         return failure
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else EXIT_FAILURE
@@ -493,6 +498,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+
+
+def unknown_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[str]:
+    """``unknown option `--policy` (did you mean `--policies`?)`` for each ``--option`` of the
+    command line that no command takes (argparse may report another error first: a required
+    option it did not see under the misspelled name)."""
+    # lazy on purpose: a command loads only the stages it runs (the command line's start time)
+    from ..tools.lint import did_you_mean
+
+    known: set[str] = set()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for action in p._actions:
+            known.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+    hints = []
+    for word in words:
+        if word == "--":
+            break
+        flag = word.partition("=")[0]
+        if flag.startswith("--") and flag not in known:
+            close = did_you_mean(flag, [k for k in known if k.startswith("--")])
+            hints.append(f"unknown option `{flag}`" + (f" ({close})" if close else ""))
+    return hints
 
 
 def _silence_stdout() -> None:

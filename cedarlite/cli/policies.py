@@ -22,6 +22,7 @@ from .common import (
     Failure,
     JSONFileError,
     blame,
+    context_name,
     json_file,
     labelled,
     load_policies,
@@ -43,7 +44,7 @@ def cmd_authorize(args: argparse.Namespace) -> int:
     schema = read_schema(args)
     entities = read_entities(args, schema)
     request = read_request(args)
-    with blame(args.request_json or args.context or "the request"):  # its file names errors
+    with blame(args.request_json or context_name(args.context) or "the request"):
         decided = is_authorized(
             request, policies, entities, schema=schema, validate=not args.no_request_validation
         )
@@ -79,13 +80,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         else:
             print(issue.render())
             print()
-    if result.passed:
+    denied = len(result.warnings) if args.deny_warnings else 0
+    if result.passed and not denied:
         print(
             f"{named_paths(args.policies)}: validation passed"
             + (f" ({plural(len(result.warnings), 'warning')})" if result.warnings else "")
         )
         return EXIT_OK
-    print(f"{named_paths(args.policies)}: validation failed: {plural(len(result.errors), 'error')}")
+    counts = plural(len(result.errors), "error")
+    counts += f", {plural(denied, 'warning')} denied by --deny-warnings" if denied else ""
+    print(f"{named_paths(args.policies)}: validation failed: {counts}")
     return EXIT_INVALID
 
 
@@ -129,13 +133,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..data.values import display
     from ..engine.evaluator import Evaluator
     from ..errors import EvaluationError
+    from ..lang.ast import Variable, walk
     from ..lang.parse import parse_expression
 
     schema = read_schema(args)
-    request = make_request(
-        read_request(args), schema=schema, validate=not args.no_request_validation
-    )
     expr = parse_expression(args.expression, "<expression>")
+    read = {e.var.value for e in walk(expr) if isinstance(e, Variable)}
+    unread = [k for k in ("principal", "action", "resource") if k not in read]
+    given = read_request(args, unread)
+    stand_ins = not args.request_json and any(not getattr(args, k) for k in unread)
+    request = make_request(
+        given,
+        schema=None if stand_ins else schema,  # (a stand-in is in no schema; nothing reads it)
+        validate=not args.no_request_validation,
+    )
     entities = read_entities(args, schema)
     try:
         value = Evaluator(request, entities).evaluate(expr)

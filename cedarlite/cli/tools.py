@@ -284,9 +284,13 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
     print(
         f"run: {plural(len(resolution.allowed), 'tool')} offered, {len(resolution.removed)} removed"
     )
-    unmet = failed = expected = 0
+    verdict_of = _GuardVerdicts(sc.config, sc.tools, rules, strict)
+    unmet = failed = expected = bad_expects = 0
     for i, call in enumerate(sc.calls):
         problem = _call_problem(call, i)
+        bad_expect = None
+        if problem is not None and problem[0][-1:] == ("expect",):  # decided all the same
+            bad_expect, problem = problem, None
         shown = "?"
         if isinstance(call, dict) and "tool" in call:
             params = call.get("params", {})
@@ -307,26 +311,69 @@ def cmd_tools_check(args: argparse.Namespace) -> int:
             print(f"ERROR  {shown}  (calls[{i}]: {message}{f'; {help}' if help else ''})")
             print(sc.doc.error(loc, message, help, code), file=sys.stderr)
             continue
-        verdict = "allow" if decision.allowed else "deny"
-        why = ", ".join(decision.policies) or "no policy applies"
+        verdict, policies = verdict_of(call.get("context", sc.context), call["tool"], params)
+        if verdict is None:
+            verdict = "allow" if decision.allowed else "deny"
+        why = ", ".join(policies or decision.policies) or "no policy applies"
         errors = "; ".join(e.message for e in decision.response.errors)
         why += f"; errors: {errors}" if errors else ""
         mark = ""
-        if "expect" in call:
+        if bad_expect is not None:
+            bad_expects += 1
+            loc, message, help, code = bad_expect
+            mark = f"   << calls[{i}]: {message}"
+            print(sc.doc.error(loc, message, help, code), file=sys.stderr)
+        elif "expect" in call:
             expected += 1
-            if call["expect"].lower() != verdict:
+            if _VERDICTS[call["expect"].lower()] != verdict:
                 unmet += 1
                 mark = f"   << expected {call['expect'].upper()}"
         print(f"{verdict.upper():<6} {shown}  ({why}){mark}")
     if expected:
         print(f"{expected - unmet}/{plural(expected, 'call')} decided as expected")
+    if bad_expects:
+        print(f"{plural(bad_expects, 'call')} with an `expect` that is no verdict", file=sys.stderr)
     if failed:
         print(f"{plural(failed, 'call')} could not be decided", file=sys.stderr)
+    if failed or bad_expects:
         return EXIT_FAILURE
     return EXIT_INVALID if unmet else EXIT_OK
 
 
-_VERDICTS = ("allow", "deny")
+# What `expect` may say: Cedar's words and the guard's (`block` is a deny).
+_VERDICTS = {"allow": "allow", "deny": "deny", "block": "deny", "ask": "ask"}
+
+
+class _GuardVerdicts:
+    """The guard's answer for a scenario's call (``tools check`` says what a hook would):
+    ``allow``, ``deny`` or ``ask`` (a person's approval is needed) with the deciding policies
+    (the ``@ask`` ones for an ask); ``(None, ())`` when no guard can be built for the run (an
+    empty allowlist: the tool layer's decision stands)."""
+
+    def __init__(self, config: Any, tools: Any, rules: Any, strict: bool) -> None:
+        self._args = (config, tools, rules, strict)
+        self._guards: dict[str, Any] = {}
+
+    def __call__(self, context: Any, tool: Any, params: Any) -> tuple[str | None, tuple[str, ...]]:
+        # lazy on purpose: a command loads only the stages it runs (the command line's start time)
+        from ..guard import Guard, MemorySessionStore
+        from ..tools import EmptyAllowlistError
+
+        key = json.dumps(context, sort_keys=True, default=str)
+        if key not in self._guards:
+            config, tools, rules, strict = self._args
+            try:
+                self._guards[key] = Guard(
+                    config, tools, context, rules=rules, strict=strict,
+                    session_store=MemorySessionStore(),
+                )  # fmt: skip
+            except EmptyAllowlistError:
+                self._guards[key] = None
+        guard = self._guards[key]
+        if guard is None:
+            return None, ()
+        outcome = guard.before_tool_call(tool, params)
+        return _VERDICTS[outcome.action], outcome.policies
 
 
 _Problem = tuple[tuple[Any, ...], str, str | None, str]
@@ -359,11 +406,11 @@ def _call_problem(call: Any, i: int) -> _Problem | None:
         # lazy on purpose: a command loads only the stages it runs (the command line's start time)
         from ..tools.lint import did_you_mean
 
-        hint = did_you_mean(expect, _VERDICTS) or 'write "allow" or "deny"'
+        hint = did_you_mean(expect, _VERDICTS) or 'write "allow", "deny" (or "block") or "ask"'
         shown = json.dumps(expect, ensure_ascii=False)
         return (
             ("calls", i, "expect"),
-            f"`expect` must be `allow` or `deny`, not `{shown}`",
+            f"`expect` must be `allow`, `deny` (or `block`) or `ask`, not `{shown}`",
             hint,
             "",
         )

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
-from ..errors import CedarliteError, ParseError, RequestError
+from ..errors import CedarliteError, ParseError, RequestError, did_you_mean
 from ..lexical import is_valid_type_name
 from ..source import BadEscape, Span, decode_literal
 from ..source import clip as _clip
@@ -173,7 +173,9 @@ def make_request(
     principal, action, resource = get("principal"), get("action"), get("resource")
     if principal is None or action is None or resource is None:
         missing = [k for k in ("principal", "action", "resource") if get(k) is None]
-        raise RequestError(f"request is missing `{'`, `'.join(missing)}`")
+        raise RequestError(
+            f"request is missing `{'`, `'.join(missing)}`", help=_misspelled(request, missing)
+        )
     uids = (
         read_uid(principal, "principal"),
         read_uid(action, "action"),
@@ -198,3 +200,15 @@ def make_request(
     except JSONValueError as err:
         raise RequestError(f"request {err.message}") from None
     return Request(*uids, context)
+
+
+def _misspelled(request: Mapping[Any, Any], missing: list[str]) -> str | None:
+    """``the request has `principle`: did you mean `principal`?`` for a key that is close to a
+    missing one."""
+    known = ("principal", "action", "resource", "context")
+    for key in request:
+        if isinstance(key, str) and key not in known:
+            hint = did_you_mean(key, missing)
+            if hint:
+                return f"the request has `{key}`: {hint}"
+    return None

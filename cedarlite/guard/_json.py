@@ -20,10 +20,10 @@ from typing import Any
 from .._sha import sha256 as _sha256
 from . import redact as _redact
 
-_escape = json.encoder.encode_basestring_ascii
+escape = json.encoder.encode_basestring_ascii
 _END: Any = object()
-_REDACTED_TEXT = _escape(_redact.REDACTED)
-_TRUNCATED_TEXT = _escape(_redact.TRUNCATED)
+_REDACTED_TEXT = escape(_redact.REDACTED)
+_TRUNCATED_TEXT = escape(_redact.TRUNCATED)
 
 #: Parameters nested deeper than this are refused (a tool's arguments never come close; the
 #: cap keeps every later stage, hooks included, far from Python's recursion limit).
@@ -88,7 +88,7 @@ def encode(
                 if scrubbed is not None:
                     item = scrubbed
                     redacted.append(_pointer(prefix, stack))
-            emit(_escape(item))
+            emit(escape(item))
         elif item is None:
             emit("null")
         elif item is True:
@@ -209,7 +209,7 @@ def _flat(
             if redact and (scrubbed := _redact.scrub(v)) is not None:
                 v = scrubbed
                 redacted.append(prefix + "/" + k.replace("~", "~0").replace("/", "~1"))
-            text = _escape(v)
+            text = escape(v)
         elif cls is int:
             if not -_BIG < v < _BIG:
                 return None  # the walk says what to do with it
@@ -219,7 +219,7 @@ def _flat(
         items.append((k, text))
     if sort_keys:
         items.sort()  # keys are unique: the texts are never compared
-    return "{" + ",".join([_escape(k) + ":" + text for k, text in items]) + "}", redacted
+    return "{" + ",".join([escape(k) + ":" + text for k, text in items]) + "}", redacted
 
 
 def stable(value: Any) -> str:
@@ -243,7 +243,7 @@ def _scrub_keys(
         key = pair[1]
         scrubbed = _redact.scrub_key(key) if key.__class__ is str else None
         if scrubbed is not None:
-            pair = (_escape(scrubbed), scrubbed, pair[2])
+            pair = (escape(scrubbed), scrubbed, pair[2])
             redacted.append(_pointer(prefix, [*stack, [None, None, True, 0, scrubbed]]))
         out.append(pair)
     return out
@@ -256,17 +256,17 @@ def _sort_key(pair: tuple[str, Any, Any]) -> tuple[int, str]:
 
 def _key(key: Any, other: str, stack: list[list[Any]]) -> str:
     if key.__class__ is str:
-        return _escape(key)
+        return escape(key)
     if isinstance(key, str):
-        return _escape(str(key))
+        return escape(str(key))
     if other == STRICT:
         shown = (
             repr(key) if key is None or isinstance(key, bool | int | float) else type(key).__name__
         )
         raise NotJSON(f"object key `{shown}` is not a string", _pointer("", stack))
     if key is None or isinstance(key, bool | int | float):
-        return _escape(json.dumps(key))  # as json.dumps writes such keys
-    return _escape(f"<{type(key).__name__}>")
+        return escape(json.dumps(key))  # as json.dumps writes such keys
+    return escape(f"<{type(key).__name__}>")
 
 
 _BIG = 10**4000
@@ -281,7 +281,7 @@ def _int(x: int, other: str, stack: list[list[Any]]) -> str:
         raise NotJSON(
             "an integer of more than 4000 digits is not a JSON number", _pointer("", stack)
         )
-    return "<int>" if other == TOKEN else _escape("<int>")
+    return "<int>" if other == TOKEN else escape("<int>")
 
 
 def _float(x: float, normalize: bool, other: str, stack: list[list[Any]]) -> str:
@@ -292,14 +292,14 @@ def _float(x: float, normalize: bool, other: str, stack: list[list[Any]]) -> str
     if other == STRICT:
         raise NotJSON(f"`{x}` is not a JSON number", _pointer("", stack))
     text = "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
-    return text if other == TOKEN else _escape(text)
+    return text if other == TOKEN else escape(text)
 
 
 def _other(item: Any, other: str, stack: list[list[Any]]) -> str:
     kind = type(item).__name__
     if other == STRICT:
         raise NotJSON(f"a `{kind}` is not a JSON value", _pointer("", stack))
-    return f"<{kind}>" if other == TOKEN else _escape(f"<{kind}>")
+    return f"<{kind}>" if other == TOKEN else escape(f"<{kind}>")
 
 
 def _pointer(prefix: str, stack: list[list[Any]]) -> str:

@@ -138,10 +138,14 @@ class CedarRules:
         return None
 
     def _forbidden(self, c: Call, forbids: tuple[str, ...]) -> Outcome:
-        c.policies = tuple(self.labels[p] for p in forbids)
-        texts = [
-            self.reasons.get(p) or f"Tool call blocked by policy {self.labels[p]}" for p in forbids
-        ]
+        """One reason per deciding policy (its ``@id``): the ``@reason`` of one of the
+        policies sharing the ``@id``, else the policy's name."""
+        reasons: dict[str, str | None] = {}
+        for p in forbids:
+            label = self.labels[p]
+            reasons[label] = reasons.get(label) or self.reasons.get(p)
+        c.policies = tuple(reasons)
+        texts = [text or f"Tool call blocked by policy {label}" for label, text in reasons.items()]
         return block(c, "policy", "; ".join(dict.fromkeys(texts)))
 
     def _policy_error(self, c: Call, failed: list[PolicyError]) -> Outcome:

@@ -37,7 +37,7 @@ VERSION = 1
 #: enough for JSON parsers that recurse.
 LOG_DEPTH = _json.MAX_PARAM_DEPTH + 44
 
-_escape = _json._escape
+_escape = _json.escape
 
 
 class DecisionLog:

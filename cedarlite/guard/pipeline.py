@@ -5,19 +5,20 @@ For one call, in order (the first check that blocks ends it):
 1. the name is normalized; a tool the run does not offer is blocked (``not-offered``);
 2. the arguments must be JSON (at most :data:`~cedarlite.guard._json.MAX_PARAM_DEPTH` deep)
    and conform to the tool's parameter schema (``invalid-arguments``);
-3. loop detection , when the call has a session key: a critical result vetoes the call
-   (``tool-loop``); a warning is emitted once per bucket; the call is recorded;
+3. loop detection (docs/guard.md §11.2), when the call has a session key: a critical result
+   vetoes the call (``tool-loop``); a warning is emitted once per bucket; the call is recorded;
 4. the compiled Cedar decision over the tool layer and the ``rules``: a satisfied forbid
    without ``@ask`` blocks (``policy``, its ``@reason``), so does a forbid or ``@ask`` policy
    that fails to evaluate (unless annotated ``@onError("skip")``); a satisfied ``@ask``
    policy requires an approval;
 5. trusted policies (registration order): block, require an approval, replace the params;
-6. hooks: descending priority, sticky block, last params, first approval;
-7. approvals: ``before_tool_call`` answers ``"ask"`` with the pending requests;
-   ``abefore_tool_call`` asks the ``approver``. ``allow-always`` is remembered per session.
+6. hooks (docs/guard.md §11.3): descending priority, sticky block, last params, first approval;
+7. approvals (docs/guard.md §11.4): ``before_tool_call`` answers ``"ask"`` with the pending
+   requests; ``abefore_tool_call`` asks the ``approver``. ``allow-always`` is remembered per
+   session.
 
 Each stage is a collaborator with one job: :class:`~.decide.OfferedTools` (the run's tools and
-their argument plans), loop detection (:mod:`.loops` over the :class:`~.state.SessionStore`),
+their argument plans), loop detection (:mod:`.looping`, over the :class:`~.state.SessionStore`),
 :class:`~.decide.CedarRules` (the Cedar decision), :class:`~.plugins.Plugins` (trusted policies
 and hooks), :mod:`.approving` (approvals) and :mod:`.record` (the decision log and the events);
 :class:`Guard` builds them and runs a call through them.
@@ -30,9 +31,7 @@ is appended to the decision log, when there is one, before it is returned.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Mapping
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._log import get_logger
@@ -41,7 +40,7 @@ from ..data.values import Record
 from ..tools.arguments import ArgumentPlan, ToolArgumentError
 from ..tools.catalog import ToolCatalog, ToolInfo, tool_list
 from ..tools.names import norm
-from . import _json, approving, loops
+from . import _json, approving, looping, loops
 from .approvals import CANCELLED, Approver, GuardError
 from .build import config_value, loop_config, tool_policy, tools_value
 from .call import Call, block
@@ -49,7 +48,7 @@ from .decide import CedarRules, OfferedTools
 from .outcome import HOOK_FAILED, Outcome
 from .plugins import HookFailure, HookHandler, Plugins
 from .record import DecisionRecord, Events, EventSink
-from .state import DEFAULT_STORE, SessionState, SessionStore
+from .state import DEFAULT_STORE, SessionStore
 
 if TYPE_CHECKING:
     from ..policyset import PolicySet
@@ -146,6 +145,7 @@ class Guard:
         # state and leave out the hooks, the approver and the compiled policies).
         other = object.__new__(Guard)
         other.__dict__.update(self.__dict__)
+        other._plugins = self._plugins.copy()  # hooks registered later stay with their guard
         other._start_run(context)
         if self._record.log is not None:  # its own descriptor: closing one leaves the other's
             other.open_decision_log(self._record.log.path)
@@ -361,15 +361,7 @@ class Guard:
         try:
             settings = self.loop_settings
             if settings.enabled and c.session and norm(tool_name) in self._offered.by_norm:
-                outcome = loops.outcome_hash(c.tool, params, result, error)
-                if outcome is not None:
-                    args = loops.args_hash(c.tool, _json.canonical(params))
-                    self.session_store.update(
-                        c.session,
-                        partial(
-                            _record_outcome, c.tool, args, c.call_id, outcome, settings, time.time()
-                        ),
-                    )
+                looping.record(c, params, result, error, settings, self.session_store)
         except Exception as err:
             log.warning("after_tool_call failed: tool=%s error=%s", c.tool, err)
         if self._events.sink is not None:
@@ -400,7 +392,7 @@ class Guard:
         except ToolArgumentError as err:
             return block(c, "invalid-arguments", err.message)
         if self.loop_settings.enabled and c.session is not None:
-            outcome = self._loops(c)
+            outcome = looping.check(c, self.loop_settings, self.session_store, self._events)
             if outcome is not None:
                 return outcome
         return self._rules.decide(c, info, arguments, self._offered, self.agent)
@@ -456,33 +448,6 @@ class Guard:
             outcome = self._failed(c, err)
         return self._finish(c, outcome)
 
-    def _loops(self, c: Call) -> Outcome | None:
-        """Loop detection: the session's history updated in its store; a critical result
-        blocks, a warning is emitted once per bucket."""
-        settings = self.loop_settings
-        c.args = f"{c.tool}:{c.params_digest()}"
-        args, tool, params, call_id, now = c.args, c.tool, c.params, c.call_id, time.time()
-
-        def change(
-            state: SessionState,
-        ) -> tuple[SessionState, tuple[loops.LoopResult | None, bool]]:
-            updated, result, emit = loops.check_call(
-                state.loop, tool, args, params, call_id, settings, now
-            )
-            new = state if updated is state.loop else SessionState(updated, state.approvals)
-            return new, (result, emit)
-
-        assert c.session is not None
-        result, emit = self.session_store.update(c.session, change)
-        if result is None or not emit:
-            return None
-        self._events.loop(c, result)
-        if result.critical:
-            return block(c, "tool-loop", result.message)
-        log.warning("%s", result.message)
-        c.warnings += (result.message,)
-        return None
-
     def _recheck(self, c: Call) -> Outcome | None:
         """Params rewritten by trusted policies or hooks are checked like the model's: JSON,
         the tool's schema, the Cedar decision (whose asks replace the first decision's)."""
@@ -527,16 +492,3 @@ class Guard:
         if self._events.sink is not None:
             self._events.decided(c, outcome)
         return outcome
-
-
-def _record_outcome(
-    tool: str,
-    args: str,
-    call_id: str | None,
-    outcome: str,
-    settings: loops.LoopSettings,
-    now: float,
-    state: SessionState,
-) -> tuple[SessionState, None]:
-    updated = loops.record_outcome(state.loop, tool, args, call_id, outcome, settings, now)
-    return state._replace(loop=updated), None

@@ -53,6 +53,12 @@ class Plugins:
     def __bool__(self) -> bool:
         return bool(self.hooks or self.trusted)
 
+    def copy(self) -> Plugins:
+        """The same registrations, in a store of their own (later ones are not shared)."""
+        other = Plugins()
+        other.hooks, other.trusted, other.registered = self.hooks, self.trusted, self.registered
+        return other
+
     def add_hook(self, handler: HookHandler, priority: float, plugin_id: str | None) -> None:
         """Register a hook (higher ``priority`` first, then registration order)."""
         plugin = plugin_name(handler, plugin_id)

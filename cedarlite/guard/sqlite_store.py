@@ -20,9 +20,11 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
+from .approvals import GuardError
 from .state import EMPTY, SessionState
 
 if TYPE_CHECKING:
@@ -46,6 +48,13 @@ _PRUNE_COUNT = (
 )
 # ASCII, so that any string (lone surrogates included) is stored as it was.
 _encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
+
+class StateFileError(GuardError):
+    """The session state file is not a SQLite database (damaged, or another file): the
+    message names it and says what to do; the guard blocks every call until then."""
+
+    code = "E0860"
 
 
 class SQLiteSessionStore:
@@ -95,9 +104,27 @@ class SQLiteSessionStore:
             self._conn = conn
         return self._conn
 
+    @contextmanager
+    def _readable(self) -> Iterator[None]:
+        """A file that is not a database (SQLite's own ``DatabaseError``, not a lock or
+        another operational failure) becomes a :class:`StateFileError` that names it."""
+        import sqlite3  # lazy on purpose: as in _connection (a hook without state skips it)
+
+        try:
+            yield
+        except sqlite3.DatabaseError as err:
+            if type(err) is not sqlite3.DatabaseError:
+                raise
+            raise StateFileError(
+                f"the session state file is not a SQLite database ({err}): delete it or move "
+                "it away, and cedarlite starts a new one (the loop histories and allow-always "
+                "approvals in it are lost); until then every call is blocked",
+                source=self.path,
+            ) from None
+
     def load(self, session_key: str) -> SessionState:
         """The state of a session (an empty state when it has none)."""
-        with self._lock:
+        with self._lock, self._readable():
             row = (
                 self._connection()
                 .execute("SELECT state FROM sessions WHERE key = ?", (session_key,))
@@ -110,7 +137,7 @@ class SQLiteSessionStore:
     ) -> T:
         """Apply ``change`` to a session's state in one transaction (the first update of
         this store also prunes old sessions in it)."""
-        with self._lock:
+        with self._lock, self._readable():
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -133,7 +160,7 @@ class SQLiteSessionStore:
 
     def sessions(self) -> int:
         """How many sessions the database holds."""
-        with self._lock:
+        with self._lock, self._readable():
             return int(self._connection().execute("SELECT count(*) FROM sessions").fetchone()[0])
 
     def close(self) -> None:

@@ -319,6 +319,22 @@ def _read(path: str, what: str) -> str:
         raise HookError(f"cannot read the {what} file: {reason}", source=path) from None
 
 
+def _first_issue(err: CedarliteError) -> CedarliteError:
+    """Rules that do not validate, as their first issue (file, line, column and what is
+    wrong, as ``--print-settings`` shows them all); any other error as it is."""
+    issues = getattr(err, "issues", None)
+    if not issues or not hasattr(issues[0], "to_error"):
+        return err
+    first = issues[0].to_error()
+    if len(issues) > 1:
+        more = (
+            f"and {len(issues) - 1} more validation error{'s' * (len(issues) > 2)}: see "
+            "`--print-settings`"
+        )
+        first.help = f"{first.help}; {more}" if first.help else more
+    return first
+
+
 def _one_line(err: CedarliteError) -> str:
     """``source:line:column: message (help)`` on one line."""
     where = err.location()
@@ -630,7 +646,7 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
     except (HookError, CacheError):
         raise
     except CedarliteError as err:  # the configuration, context or rules do not load
-        raise HookError(_one_line(config.located(err))) from None
+        raise _first_issue(config.located(err)) from None
     remaining = options.deadline - (time.monotonic() - started)
     store = SQLiteSessionStore(
         os.path.join(directory, _SESSIONS), timeout=max(0.0, remaining - 0.5)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import gc
 import json
-import logging
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -412,9 +411,6 @@ def replayer(spec: ReplaySpec) -> Replayer:
     with _REPLAYERS_LOCK:
         found = _REPLAYERS.get(spec.digest)
         if found is None:
-            # A library's logger stays quiet unless the application configures logging: the
-            # configuration warnings are the driver's to report, once.
-            logging.getLogger("cedarlite").addHandler(logging.NullHandler())
             while len(_REPLAYERS) >= 2:
                 del _REPLAYERS[next(iter(_REPLAYERS))]
                 _thaw()

@@ -7,8 +7,7 @@ Also the helpers every schema stage reports errors with: :class:`ErrorSite` (loc
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
@@ -16,6 +15,7 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 from .._jsonloc import json_path_text
 from ..data.values import EntityUID
 from ..errors import SchemaError
+from ..errors import did_you_mean as did_you_mean  # (the schema modules import it from here)
 from ..source import Span
 from .types import (
     BOOL,
@@ -193,12 +193,6 @@ class ErrorSite:
             return load()
         except RecursionError:
             raise self.error("schema is nested too deeply") from None
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """``did you mean `x`?`` for the closest candidate, if one is close."""
-    match = difflib.get_close_matches(name, sorted(set(candidates)), n=1)
-    return f"did you mean `{match[0]}`?" if match else None
 
 
 # ---------------------------------------------------------------------------------------------

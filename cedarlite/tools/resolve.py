@@ -32,7 +32,7 @@ from ..data.response import Decision, Response
 from ..data.values import I64_MAX, I64_MIN, EntityUID, Record
 from ..engine.compiler.codegen import compile_predicate
 from ..engine.evaluator import Evaluator
-from ..errors import CedarliteError, ValidationError
+from ..errors import CedarliteError, PolicySetError, ValidationError
 from ..lang.ast import Effect, Policy, ScopeOp
 from ..policyset import PolicyOrigin, PolicySet
 from ..schema.model import Schema
@@ -646,10 +646,11 @@ class ToolPolicy:
         if isinstance(rules, PolicySet):
             sets = [rules]
         elif isinstance(rules, str):
-            sets = [PolicySet.from_str(rules, "<rules>")]
+            sets = [_rules_text(rules)]
         else:
             paths = [rules] if isinstance(rules, os.PathLike) else list(rules)
             sets = [p if isinstance(p, PolicySet) else PolicySet.from_file(p) for p in paths]
+            _one_file_per_id(sets)
         warnings: list[ValidationIssue] = []
         if validate:
             results = [self.validate_rules(ps) for ps in sets]
@@ -768,6 +769,55 @@ class RuleSet(PolicySet):
         """``policies`` as a rule set, each policy keeping the file and text it came from."""
         origins = {p.id: policies.origin(p.id) for p in policies}
         return cls(policies, policies.source, checked, warnings, origins=origins)
+
+
+def _rules_text(text: str) -> PolicySet:
+    """Rules given as one string: Cedar text. A file name there (``rules="x.cedar"``) is a
+    mistake that would otherwise read as a Cedar syntax error: it says how to give a file."""
+    try:
+        return PolicySet.from_str(text, "<rules>")
+    except CedarliteError:
+        name = text.strip()
+        if "\n" in name or not (
+            name.endswith(".cedar") or name.startswith("cedarlite:") or os.path.exists(name)
+        ):
+            raise
+    shown = json.dumps(name, ensure_ascii=False)
+    if name.startswith("cedarlite:"):  # a shipped file, as the command line names it
+        shown = f"cedarlite.shipped.policy_path({json.dumps(name.removeprefix('cedarlite:'))})"
+    raise PolicySetError(
+        f"`{name}` is a file name, but rules given as one string are Cedar text",
+        source="<rules>",
+        help=f"did you mean `rules=[{shown}]` (a list of .cedar files)?",
+    ) from None
+
+
+def _one_file_per_id(sets: Sequence[PolicySet]) -> None:
+    """Two rule files may not give one ``@id`` to their policies: decisions, reasons and logs
+    name policies by it (the policies of one file may share one, it is theirs)."""
+    first: dict[str, tuple[PolicySet, Policy]] = {}
+    for ps in sets:
+        here: dict[str, tuple[PolicySet, Policy]] = {}
+        for p in ps:
+            name = p.annotations.get("id")
+            if not name:
+                continue
+            seen = first.get(name)
+            if seen is not None:
+                other, q = seen
+                line = f":{q.span.line}:{q.span.column}" if q.span is not None else ""
+                source, text = ps.origin(p.id)
+                where = other.origin(q.id).source or "another rule set"
+                raise PolicySetError(
+                    f"`{name}` is also the @id of a policy in `{where}{line}`: an @id names "
+                    "one policy in decisions, reasons and logs",
+                    span=p.span,
+                    text=text,
+                    source=source,
+                    help="rename one of them (or load one of the files)",
+                )
+            here.setdefault(name, (ps, p))
+        first.update(here)
 
 
 class RulesError(ValidationError):
