@@ -14,10 +14,14 @@ machine sways less), interleaved call by call in a rotating order:
   policies (the example's tool policy and rules, as cedarlite decides with them: cedarpy parses
   them in every process, as it must), reads the catalog's entities, decides and prints the
   hook's answer;
-* ``cedarlite hook claude-code`` with the shipped example (examples/claude-code): the built
-  guard loaded from the state directory, loop detection on (one SQLite transaction per call);
-* the same with loop detection off (no state access);
-* the same, first call on an empty state directory (the guard is built: parse, compile,
+* ``cedarlite hook claude-code`` with the shipped example (examples/claude-code) answered by
+  the per-user decision service (``cedarlite serve --claude-code``, started by the hook in the
+  warm-up; loop detection on): the hook process only forwards the event over a Unix socket.
+  Its CPU column is the hook process's alone (the service is not its child);
+* the same in-process (``--no-service``): the built guard loaded from the state directory,
+  loop detection on (one SQLite transaction per call);
+* in-process with loop detection off (no state access);
+* in-process, first call on an empty state directory (the guard is built: parse, compile,
   validate, store).
 
 Both hooks must give the same decision for every input (checked). The output gives medians and
@@ -169,29 +173,87 @@ def bench(work: Path, rounds: int) -> None:
     config["config"]["tools"]["loopDetection"] = {"enabled": False}
     no_loops.write_text(json.dumps(config))
     hook = [sys.executable, "-m", "cedarlite", "hook", "claude-code"]
+    local = [*hook, "--no-service"]
     rules = [arg for r in RULES for arg in ("--rules", r)]
-    state, state_off = work / "state", work / "state-off"
+    state, state_off, served = work / "state", work / "state-off", work / "state-served"
     commands: dict[str, Any] = {
         "python -c pass": lambda n: [sys.executable, "-c", "pass"],
         'python -c "import cedarpy"': lambda n: [sys.executable, "-c", "import cedarpy"],
         "cedarpy hook script": lambda n: [sys.executable, str(script), str(policies), str(setup)],
-        "cedarlite hook (built guard, loops on)": lambda n: [
-            *hook, "--config", str(EXAMPLE / "cedarlite.json"), *rules, "--state-dir", str(state)
+        SERVED: lambda n: [
+            *hook, "--config", str(EXAMPLE / "cedarlite.json"), *rules, "--state-dir", str(served)
         ],
-        "cedarlite hook (built guard, loops off)": lambda n: [
-            *hook, "--config", str(no_loops), *rules, "--state-dir", str(state_off)
+        "cedarlite hook in-process (loops on)": lambda n: [
+            *local, "--config", str(EXAMPLE / "cedarlite.json"), *rules, "--state-dir", str(state)
         ],
-        "cedarlite hook (first call: builds the guard)": lambda n: [
-            *hook, "--config", str(EXAMPLE / "cedarlite.json"), *rules,
+        "cedarlite hook in-process (loops off)": lambda n: [
+            *local, "--config", str(no_loops), *rules, "--state-dir", str(state_off)
+        ],
+        "cedarlite hook in-process (first call: builds)": lambda n: [
+            *local, "--config", str(EXAMPLE / "cedarlite.json"), *rules,
             "--state-dir", str(work / f"cold-{n}"),
         ],
     }  # fmt: skip
-    # Warm up: bytecode compiled, guards built and stored, decisions compared.
+    try:
+        measure(commands, served, rounds, script, policies, setup, state)
+    finally:
+        stop_services(served)
+
+
+SERVED = "cedarlite hook via the service (loops on)"
+
+
+def service_ready(state: Path) -> bool:
+    """Whether the service the hook started in ``state`` answers ``health``."""
+    import socket
+
+    for path in (state / "serve").glob("*.sock") if (state / "serve").is_dir() else ():
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(5)
+                sock.connect(str(path))
+                sock.sendall(b'{"id": 1, "op": "health"}\n')
+                return b'"ok":true' in sock.recv(65536)
+        except OSError:
+            return False
+    return False
+
+
+def stop_services(state: Path) -> None:
+    """Stop the services the hook started in ``state``, by the pid in their lock files."""
+    import contextlib
+    import signal
+
+    for lock in (state / "serve").glob("*.lock") if (state / "serve").is_dir() else ():
+        text = lock.read_text().strip()
+        if text.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(text), signal.SIGTERM)
+
+
+def measure(
+    commands: dict[str, Any],
+    served: Path,
+    rounds: int,
+    script: Path,
+    policies: Path,
+    setup: Path,
+    state: Path,
+) -> None:
+    # Warm up: bytecode compiled, guards built and stored, the service started, decisions
+    # compared.
+    for i, (tool, tool_input) in enumerate(INPUTS):
+        run(commands[SERVED](i), event(tool, tool_input, i))
+    deadline = time.monotonic() + 60
+    while not service_ready(served):
+        if time.monotonic() > deadline:
+            raise SystemExit("the decision service did not start")
+        time.sleep(0.1)
     for i, (tool, tool_input) in enumerate(INPUTS):
         answers = {}
-        for name in ("cedarpy hook script", "cedarlite hook (built guard, loops on)"):
+        for name in ("cedarpy hook script", "cedarlite hook in-process (loops on)", SERVED):
             answers[name] = decision(run(commands[name](i), event(tool, tool_input, i))[2])
-        run(commands["cedarlite hook (built guard, loops off)"](i), event(tool, tool_input, i))
+        run(commands["cedarlite hook in-process (loops off)"](i), event(tool, tool_input, i))
         if len(set(answers.values())) != 1:
             raise SystemExit(f"the hooks disagree on {tool} {tool_input}: {answers}")
         print(f"  {tool:28} {answers['cedarpy hook script']}")
@@ -225,11 +287,19 @@ def bench(work: Path, rounds: int) -> None:
             f"{statistics.median(c):6.1f}ms {percentile(c, 0.99):6.1f}ms  {ratio}"
         )
     print("ratio: cedarlite's median over the cedarpy hook script's (wall / CPU)")
-    import_profile(commands["cedarlite hook (built guard, loops off)"](0), event(*INPUTS[0], 0))
+    fast = statistics.median(walls[SERVED])
+    print(
+        f"the cedarpy hook script over the hook via the service (p50 wall): "
+        f"{base_wall / fast:.2f}x faster"
+    )
+    import_profile(commands["cedarlite hook in-process (loops off)"](0), event(*INPUTS[0], 0))
+    import_profile(commands[SERVED](0), event(*INPUTS[0], 0), what="via the service")
     in_process(script, policies, setup, state, rounds)
 
 
-def import_profile(argv: list[str], stdin: str, runs: int = 5, top: int = 12) -> None:
+def import_profile(
+    argv: list[str], stdin: str, runs: int = 5, top: int = 12, what: str = "in-process, loops off"
+) -> None:
     """``python -X importtime`` of a warm hook process: each module's smallest self time over
     a few runs (the least disturbed by other work), their sum, and the largest."""
     best: dict[str, int] = {}
@@ -239,7 +309,7 @@ def import_profile(argv: list[str], stdin: str, runs: int = 5, top: int = 12) ->
             best[module] = min(best.get(module, self_us), self_us)
     mine = sum(us for module, us in best.items() if module.split(".")[0] == "cedarlite")
     print(
-        f"\npython -X importtime, warm hook process (loops off), best of {runs}: "
+        f"\npython -X importtime, warm hook process ({what}), best of {runs}: "
         f"{len(best)} modules, {sum(best.values()) / 1000:.1f} ms of imports "
         f"(cedarlite's own modules {mine / 1000:.1f} ms); the largest self times:"
     )

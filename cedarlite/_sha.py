@@ -7,8 +7,7 @@ module gives the same digests; ``hashlib`` is the fallback where it is missing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # (not typing's: see cedarlite/__init__.py)
 if TYPE_CHECKING:
     from hashlib import sha256  # the same interface
 else:

@@ -48,6 +48,11 @@ class CedarliteError(Located, Exception):
             parts += [str(self.span.line), str(self.span.column)]
         return ":".join(parts)
 
+    def one_line(self) -> str:
+        """``source:line:column: message (help)`` on one line (for logs and hook answers)."""
+        help = f" ({self.help})" if self.help else ""
+        return f"{self.location()}: {self.message}{help}"
+
     def render(self) -> str:
         """The full diagnostic: location, message, caret snippet and help."""
         out = f"{self.location()}: error[{self.code}]: {self.message}"

@@ -29,3 +29,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# Hook processes decide in-process unless a test asks for the decision service (which a hook
+# would otherwise start in the background, to outlive the test): tests/test_serve_hook.py.
+os.environ["CEDARLITE_NO_SERVICE"] = "1"

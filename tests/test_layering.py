@@ -356,6 +356,7 @@ HOOK_MODULES = frozenset(
         "cedarlite.guard.loops", "cedarlite.guard.redact", "cedarlite.guard.sqlite_store",
         "cedarlite.guard.state",
         "cedarlite.hosts", "cedarlite.hosts.claude_code", "cedarlite.hosts.mapping",
+        "cedarlite.hosts.serve", "cedarlite.hosts.serve.client",
         "cedarlite.shipped", "cedarlite.tools", "cedarlite.tools.arguments",
         "cedarlite.tools.catalog", "cedarlite.tools.names",
     }

@@ -90,6 +90,40 @@ def test_the_installed_wheel_runs_the_main_job_from_another_directory(
     assert "cedarlite:paths" in listed.stdout and str(venv) in listed.stdout
 
 
+PLUGIN_FILES = ("openclaw.plugin.json", "package.json", "index.js")
+
+
+def test_the_wheel_ships_the_openclaw_plugin(dist: Path) -> None:
+    wheel = zipfile.ZipFile(next(dist.glob("*.whl")))
+    for name in PLUGIN_FILES:
+        shipped = wheel.read(f"cedarlite/hosts/openclaw_plugin/{name}")
+        assert shipped == (ROOT / "cedarlite/hosts/openclaw_plugin" / name).read_bytes(), name
+
+
+def test_the_installed_wheel_prints_openclaw_settings_naming_its_plugin(
+    venv: Path, tmp_path: Path
+) -> None:
+    import json
+
+    config = tmp_path / "tools.json"
+    config.write_text('{"tools": {"profile": "coding"}}')
+    cli = str(venv / "bin" / "cedarlite")
+    printed = run([cli, "hook", "openclaw", "--print-settings", "--config", str(config),
+                   "--rules", "cedarlite:paths"], cwd=tmp_path)  # fmt: skip
+    assert printed.returncode == 0, printed.stderr
+    plugins = json.loads(printed.stdout)["plugins"]
+    (folder,) = plugins["load"]["paths"]
+    assert folder.startswith(str(venv)), folder  # the installed copy, not the checkout
+    assert sorted(p.name for p in Path(folder).iterdir() if p.is_file()) == sorted(PLUGIN_FILES)
+    command = plugins["entries"]["cedarlite"]["config"]["command"]
+    assert Path(command[0]).is_absolute() and command[1:5] == [
+        "-m",
+        "cedarlite",
+        "serve",
+        "--stdio",
+    ]
+
+
 def test_the_shipped_files_load_through_the_api(venv: Path, tmp_path: Path) -> None:
     code = (
         "from cedarlite import shipped\n"

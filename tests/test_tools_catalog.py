@@ -7,6 +7,7 @@ import pytest
 from cedarlite import Entities, EntityProvider, EntityUID
 from cedarlite.tools import ToolCatalog, ToolsError, mcp_tools
 from cedarlite.tools.catalog import (
+    ADDED_TOOLS,
     CORE_GROUPS,
     CORE_TOOL_IDS,
     PROFILES,
@@ -15,9 +16,19 @@ from cedarlite.tools.catalog import (
     plugin_uid,
 )
 
+#: The 32 tools of spec §2.2 (OpenClaw 2026.4); 2026.9's additions follow them.
+SPEC_TOOLS = CORE_TOOL_IDS[:32]
+
+
+def spec(members: tuple[str, ...]) -> tuple[str, ...]:
+    """The members that are tools of spec §2.2 (2026.9's additions left out)."""
+    return tuple(m for m in members if m in SPEC_TOOLS or m == "bundle-mcp")
+
 
 def test_the_core_catalog_has_32_tools_in_11_sections() -> None:
-    assert len(CORE_TOOL_IDS) == 32 and len(set(CORE_TOOL_IDS)) == 32
+    assert SPEC_TOOLS[0] == "read" and SPEC_TOOLS[-1] == "tts"
+    assert CORE_TOOL_IDS[32:] == tuple(t.id for t in ADDED_TOOLS)
+    assert len(set(CORE_TOOL_IDS)) == len(CORE_TOOL_IDS) == 32 + len(ADDED_TOOLS)
     assert list(SECTIONS) == [
         "fs",
         "runtime",
@@ -34,9 +45,9 @@ def test_the_core_catalog_has_32_tools_in_11_sections() -> None:
 
 
 def test_group_map_of_the_spec() -> None:
-    assert CORE_GROUPS["group:fs"] == ("read", "write", "edit", "apply_patch")
-    assert CORE_GROUPS["group:runtime"] == ("exec", "process", "code_execution")
-    assert CORE_GROUPS["group:sessions"] == (
+    assert spec(CORE_GROUPS["group:fs"]) == ("read", "write", "edit", "apply_patch")
+    assert spec(CORE_GROUPS["group:runtime"]) == ("exec", "process", "code_execution")
+    assert spec(CORE_GROUPS["group:sessions"]) == (
         "sessions_list",
         "sessions_history",
         "sessions_send",
@@ -45,15 +56,15 @@ def test_group_map_of_the_spec() -> None:
         "subagents",
         "session_status",
     )
-    openclaw = CORE_GROUPS["group:openclaw"]
+    openclaw = spec(CORE_GROUPS["group:openclaw"])
     assert len(openclaw) == 26 and openclaw[0] == "code_execution" and openclaw[-1] == "tts"
     assert not {"read", "write", "edit", "apply_patch", "exec", "process"} & set(openclaw)
     assert len(CORE_GROUPS) == 12
 
 
 def test_profiles_of_the_spec() -> None:
-    assert PROFILES["minimal"] == ("session_status",)
-    assert PROFILES["messaging"] == (
+    assert spec(PROFILES["minimal"]) == ("session_status",)
+    assert spec(PROFILES["messaging"]) == (
         "sessions_list",
         "sessions_history",
         "sessions_send",
@@ -61,11 +72,24 @@ def test_profiles_of_the_spec() -> None:
         "message",
         "bundle-mcp",
     )
-    coding = PROFILES["coding"]
+    coding = spec(PROFILES["coding"])
     assert len(coding) == 26 and coding[-1] == "bundle-mcp"
     for absent in ("browser", "canvas", "gateway", "nodes", "agents_list", "message", "tts"):
         assert absent not in coding
     assert "full" not in PROFILES
+
+
+def test_openclaw_2026_9_additions() -> None:
+    # Rows of 2026.9.6's tool catalog: sections, profiles, group:openclaw, owner-only.
+    assert CORE_GROUPS["group:fs"] == ("read", "write", "edit", "apply_patch", "ls")
+    assert "ls" in PROFILES["coding"] and "ls" not in CORE_GROUPS["group:openclaw"]
+    assert {"automations", "view_image", "pdf"} <= set(CORE_GROUPS["group:openclaw"])
+    assert "theme" in PROFILES["messaging"] and "pdf" not in PROFILES["coding"]
+    search = {"tool_search", "tool_describe", "tool_call"}
+    assert search <= set(PROFILES["coding"]) and search <= set(PROFILES["messaging"])
+    assert not any(search & set(members) for members in CORE_GROUPS.values())
+    ents = ToolCatalog.core().entities
+    assert EntityUID("Action", "group:owner-only") in ents[action_uid("terminal")].ancestors
 
 
 def test_the_catalog_is_an_entity_provider_with_groups_as_parents() -> None:

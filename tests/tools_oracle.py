@@ -52,6 +52,28 @@ CORE = [  # id, section, profiles, in group:openclaw
     ("video_generate", "media", {"coding"}, True),
     ("tts", "media", set(), True),
 ]
+# OpenClaw 2026.9.6's additions (its dist/tool-catalog-*.mjs rows; the tool-search tools have
+# no section).
+_C, _M = {"coding"}, {"coding", "messaging"}
+ADDED = [
+    ("ls", "fs", _C, False), ("secrets", "runtime", _M, True), ("sessions", "sessions", _M, True),
+    ("sessions_search", "sessions", _M, True), ("conversations_list", "sessions", _M, True),
+    ("conversations_send", "sessions", _M, True), ("conversations_turn", "sessions", _M, True),
+    ("github_identity_status", "sessions", _C, True), ("github_publish", "sessions", _C, True),
+    ("agents_wait", "sessions", _C, True), ("suggest_task", "sessions", _C, True),
+    ("dismiss_task", "sessions", _C, True), ("screen", "ui", _C, True), ("theme", "ui", _M, True),
+    ("dashboard", "ui", _C, True), ("terminal", "ui", _C, True), ("portal", "ui", _C, True),
+    ("show_widget", "ui", set(), True), ("heartbeat_respond", "automation", set(), True),
+    ("automations", "automation", _C, True), ("plugins", "automation", _C, True),
+    ("openclaw", "automation", set(), True), ("computer", "nodes", set(), True),
+    ("mobile_ui", "nodes", set(), True), ("get_goal", "agents", _C, True),
+    ("create_goal", "agents", _C, True), ("update_goal", "agents", _C, True),
+    ("progress_card", "agents", _C, True), ("ask_user", "agents", _M, True),
+    ("skill_workshop", "agents", _C, True), ("view_image", "media", _C, True),
+    ("pdf", "media", set(), True), ("tool_search", None, _M, False),
+    ("tool_describe", None, _M, False), ("tool_call", None, _M, False),
+]  # fmt: skip
+CORE += ADDED
 CORE_IDS = [c[0] for c in CORE]
 
 GROUPS = {
@@ -77,6 +99,11 @@ GROUPS = {
     "group:agents": ["agents_list", "update_plan"],
     "group:media": ["image", "image_generate", "music_generate", "video_generate", "tts"],
 }  # fmt: skip
+for _id, _section, _, _in_openclaw in ADDED:
+    if _in_openclaw:
+        GROUPS["group:openclaw"].append(_id)
+    if _section is not None:
+        GROUPS[f"group:{_section}"].append(_id)
 
 PROFILES = {
     "minimal": ["session_status"],
@@ -92,6 +119,8 @@ PROFILES = {
         "bundle-mcp",
     ],
 }  # fmt: skip
+for _name, _members in PROFILES.items():
+    _members[-1:-1] = [a[0] for a in ADDED if _name in a[2]]
 
 SANDBOX_ALLOW = [
     "exec", "process", "read", "write", "edit", "apply_patch", "image", "sessions_list",
@@ -106,7 +135,20 @@ SANDBOX_DENY = [
 ]  # fmt: skip
 SUBAGENT_ALWAYS = ["gateway", "agents_list", "session_status", "cron", "sessions_send"]
 SUBAGENT_LEAF = ["subagents", "sessions_list", "sessions_history", "sessions_spawn"]
-OWNER_ONLY = {"whatsapp_login", "cron", "gateway", "nodes"}
+OWNER_ONLY = {"whatsapp_login", "cron", "gateway", "nodes"} | {  # and 2026.9.6's
+    "automations",
+    "plugins",
+    "openclaw",
+    "screen",
+    "terminal",
+    "portal",
+    "computer",
+    "mobile_ui",
+    "sessions",
+    "conversations_list",
+    "conversations_send",
+    "conversations_turn",
+}
 
 # --- §3: names and patterns -------------------------------------------------------------------
 

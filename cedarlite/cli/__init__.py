@@ -2,7 +2,8 @@
 
 :mod:`.main` holds the parser and the dispatch; each family of commands has a module of its
 own: :mod:`.policies` (authorize, validate, format, evaluate, run-tests, equiv...), :mod:`.tools`
-(``cedarlite tools ...``), :mod:`.hosts` (``mcp-proxy``, ``hook claude-code``) and :mod:`.replay`;
+(``cedarlite tools ...``), :mod:`.hosts` (``mcp-proxy``, ``hook claude-code``), :mod:`.openclaw`
+(``hook openclaw``) and :mod:`.replay`;
 :mod:`.common` holds what they share (exit codes, failures, the readers of common flags).
 """
 

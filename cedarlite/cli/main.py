@@ -44,8 +44,10 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import CedarliteError
+from . import serve
 from .common import EXIT_DENY, EXIT_FAILURE, ArgumentParser, Failure, UsageError
 from .hosts import cmd_hook_claude_code, cmd_mcp_proxy
+from .openclaw import add_parser as add_openclaw_parser
 from .policies import (
     cmd_authorize,
     cmd_check_parse,
@@ -389,6 +391,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.set_defaults(run=cmd_replay)
 
     _hook_parser(sub)
+    serve.add_parser(sub)  # `cedarlite serve` (the service: cedarlite/hosts/serve)
     return parser
 
 
@@ -430,11 +433,17 @@ def _hook_parser(sub: Any) -> None:
         help="deny when no decision is made within S seconds (default 5)",
     )
     hc.add_argument(
+        "--no-service",
+        action="store_true",
+        help="decide in this process (default: ask the per-user decision service, start it)",
+    )
+    hc.add_argument(
         "--print-settings",
         action="store_true",
         help="check the configuration and rules, then print the settings.json snippet",
     )
     hc.set_defaults(run=cmd_hook_claude_code)
+    add_openclaw_parser(hsub)
 
 
 class _HookArgumentParser(ArgumentParser):

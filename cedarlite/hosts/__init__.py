@@ -9,7 +9,9 @@
 * :mod:`cedarlite.hosts.mcp`: a middleware for servers built with the official MCP Python SDK
   (``pip install 'cedarlite[mcp]'``);
 * :mod:`cedarlite.hosts.mcp_proxy`: ``cedarlite mcp-proxy``, a gating stdio proxy in front of
-  any MCP server.
+  any MCP server;
+* :mod:`cedarlite.hosts.serve`: ``cedarlite serve``, a long-lived decision service (stdio, a
+  Unix socket, HTTP) for hosts that cannot embed Python, and the Claude Code hook's client of it.
 
 Each adapter decides with a :class:`cedarlite.hooks.Guard` and fails closed: any bad input or
 internal error denies, with a reason. Nothing here is imported by ``import cedarlite``: each

@@ -125,17 +125,25 @@ class HookConfig(NamedTuple):
     at: tuple[str, ...]  # where the tools configuration is in the file
 
     @classmethod
-    def read(cls, path: str, rules: Sequence[str] = ()) -> HookConfig:
+    def read(
+        cls, path: str, rules: Sequence[str] = (), *, ignore: Sequence[str] = ()
+    ) -> HookConfig:
         """Read the configuration file and the rule files (``cedarlite:NAME``: shipped).
 
         The file is ``{"config", "tools"?, "context"?, "claudeCode"?: {"tools": {...}}}`` or a
-        bare tools configuration. Raises :class:`HookError` (file, line and column).
+        bare tools configuration; keys in ``ignore`` are allowed and ignored (a scenario's
+        ``calls``). Raises :class:`HookError` (file, line and column).
         """
         text = _read(path, "configuration")
         data = load_json(text, path, HookError)
         if not isinstance(data, dict):
             raise HookError("a hook configuration must be a JSON object", source=path)
         wrapped = "config" in data
+        if not wrapped and not data.keys() <= {"tools", "agents", "channels"}:
+            from . import openclaw_config  # OpenClaw's own openclaw.json: its tool layer's keys
+
+            if openclaw_config.is_openclaw_config(data):
+                data = openclaw_config.tools_section(data)
 
         def fail(loc: tuple[str | int, ...], message: str, help: str | None = None) -> HookError:
             # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
@@ -149,7 +157,7 @@ class HookConfig(NamedTuple):
         host: Any = {}
         if wrapped:
             for key in data:
-                if key not in CONFIG_KEYS:
+                if key not in CONFIG_KEYS and key not in ignore:
                     # lazy on purpose: only a mistake needs it (the JSON locator, suggestions)
                     from ..tools.lint import did_you_mean
 
@@ -337,9 +345,7 @@ def _first_issue(err: CedarliteError) -> CedarliteError:
 
 def _one_line(err: CedarliteError) -> str:
     """``source:line:column: message (help)`` on one line."""
-    where = err.location()
-    help = f" ({err.help})" if err.help else ""
-    return f"{where}: {err.message}{help}"
+    return err.one_line()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -593,9 +599,9 @@ def run_process(options: HookOptions) -> NoReturn:
 
 
 def _answer(
-    options: HookOptions, stdin: Any, answer: _Answer, started: float
+    options: HookOptions, stdin: Any, answer: _Answer, started: float, warm: Any = None
 ) -> tuple[str, str, int]:
-    """(stdout, stderr, exit code) for the event on ``stdin``."""
+    """(stdout, stderr, exit code) for the event on ``stdin`` (``warm``: see :func:`_handle`)."""
     try:
         event = read_event(stdin if stdin is not None else sys.stdin.buffer)
     except HookError as err:
@@ -612,7 +618,7 @@ def _answer(
         return "", message, 2
     answer.event = name
     try:
-        return _handle(options, event, name, started), "", 0
+        return _handle(options, event, name, started, warm), "", 0
     except HookError as err:
         reason = _one_line(err)
     except CedarliteError as err:  # tools layer and guard construction: located messages
@@ -625,9 +631,25 @@ def _answer(
     return "", f"cedarlite: {name} not recorded: {reason}", 0
 
 
-def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: float) -> str:
-    """Decide (PreToolUse) or record (PostToolUse*) one event; the text for stdout."""
-    config = HookConfig.read(options.config, options.rules)
+def answer_event(options: HookOptions, data: bytes, warm: Any) -> tuple[str, str, int]:
+    """What the hook process prints for the event ``data`` and its exit code, decided with a
+    decision service's loaded set ``warm`` (see :func:`_handle`); the service keeps the
+    deadline. Never raises."""
+    import io  # lazy on purpose: only a decision service answers events this way
+
+    answer = _Answer(io.StringIO(), io.StringIO())
+    return _answer(options, io.BytesIO(data), answer, time.monotonic(), warm)
+
+
+def _handle(
+    options: HookOptions, event: Mapping[str, Any], name: str, started: float, warm: Any = None
+) -> str:
+    """Decide (PreToolUse) or record (PostToolUse*) one event; the text for stdout.
+
+    ``warm`` is a decision service's loaded set (:mod:`cedarlite.hosts.serve.guards`): its
+    ``config`` and state ``directory``, and its ``hook_guard(call, context)``, a guard whose
+    session store and decision log stay open; ``None`` reads and builds everything here."""
+    config = HookConfig.read(options.config, options.rules) if warm is None else warm.config
     try:
         call = config.mapping.map_call(
             event.get("tool_name"),
@@ -639,9 +661,11 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
     except MappingError as err:
         raise HookError(err.message) from None
     context = config.run_context(event)
-    directory = state_dir(options.state_dir)
+    directory = state_dir(options.state_dir) if warm is None else warm.directory
     refused = protected_write(options, event, directory) if name == PRE else None
     try:
+        if warm is not None:
+            return _decide(warm.hook_guard(call, context), event, name, call, refused)
         guard = load_guard(config, call, context, directory)
     except (HookError, CacheError):
         raise
@@ -655,23 +679,30 @@ def _handle(options: HookOptions, event: Mapping[str, Any], name: str, started: 
     try:
         if options.decision_log is not None:
             guard.open_decision_log(options.decision_log)
-        calls = _calls(event, len(call.params))
-        if refused is not None:  # logged once, like any decision; the reason names the file
-            guard.refuse(call.tool, call.params[0], _calls(event, 1)[0], reason=refused)
-            return _pre_json("deny", f"cedarlite: blocked: {refused}")
-        if name == PRE:
-            outcomes = [
-                guard.before_tool_call(call.tool, params, c)
-                for params, c in zip(call.params, calls, strict=True)
-            ]
-            return _pre_answer(outcomes)
-        result, error = _post_result(event, name)
-        for params, c in zip(call.params, calls, strict=True):
-            guard.after_tool_call(call.tool, params, c, result=result, error=error)
-        return ""
+        return _decide(guard, event, name, call, refused)
     finally:
         guard.close()
         store.close()
+
+
+def _decide(
+    guard: Guard, event: Mapping[str, Any], name: str, call: MappedCall, refused: str | None
+) -> str:
+    """The guard's answer to one event (``refused``: why a protected write is refused)."""
+    if refused is not None:  # logged once, like any decision; the reason names the file
+        guard.refuse(call.tool, call.params[0], _calls(event, 1)[0], reason=refused)
+        return _pre_json("deny", f"cedarlite: blocked: {refused}")
+    calls = _calls(event, len(call.params))
+    if name == PRE:
+        outcomes = [
+            guard.before_tool_call(call.tool, params, c)
+            for params, c in zip(call.params, calls, strict=True)
+        ]
+        return _pre_answer(outcomes)
+    result, error = _post_result(event, name)
+    for params, c in zip(call.params, calls, strict=True):
+        guard.after_tool_call(call.tool, params, c, result=result, error=error)
+    return ""
 
 
 def protected_write(options: HookOptions, event: Mapping[str, Any], directory: str) -> str | None:

@@ -73,7 +73,43 @@ def _core(id: str, section: str, profiles: str = "", openclaw: bool = True) -> C
     return CoreTool(id, section, frozenset(profiles.split()), openclaw)
 
 
-#: The 32 core tools in catalog order (docs/tool-policy.md §2.2).
+#: OpenClaw 2026.9's tool-search tools (a compact surface over a large catalog).
+TOOL_SEARCH_TOOLS: tuple[str, ...] = ("tool_search", "tool_describe", "tool_call")
+
+
+#: The core tools OpenClaw 2026.9 adds to the 32 of docs/tool-policy.md §2.2 (2026.9.6).
+#: ``tool_search``, ``tool_describe`` and ``tool_call`` (its tool-search surface) are in no
+#: section: a call through ``tool_call`` reaches another tool, which the OpenClaw host decides
+#: in its place.
+ADDED_TOOLS: tuple[CoreTool, ...] = (
+    _core("ls", "fs", "coding", openclaw=False),
+    _core("secrets", "runtime", "coding messaging"),
+    *(_core(t, "sessions", "coding messaging") for t in (
+        "sessions", "sessions_search", "conversations_list", "conversations_send",
+        "conversations_turn")),
+    *(_core(t, "sessions", "coding") for t in (
+        "github_identity_status", "github_publish", "agents_wait", "suggest_task",
+        "dismiss_task")),
+    _core("screen", "ui", "coding"),
+    _core("theme", "ui", "coding messaging"),
+    *(_core(t, "ui", "coding") for t in ("dashboard", "terminal", "portal")),
+    _core("show_widget", "ui"),
+    _core("heartbeat_respond", "automation"),
+    _core("automations", "automation", "coding"),
+    _core("plugins", "automation", "coding"),
+    _core("openclaw", "automation"),
+    _core("computer", "nodes"),
+    _core("mobile_ui", "nodes"),
+    *(_core(t, "agents", "coding") for t in (
+        "get_goal", "create_goal", "update_goal", "progress_card")),
+    _core("ask_user", "agents", "coding messaging"),
+    _core("skill_workshop", "agents", "coding"),
+    _core("view_image", "media", "coding"),
+    _core("pdf", "media"),
+    *(_core(t, "", "coding messaging", openclaw=False) for t in TOOL_SEARCH_TOOLS),
+)  # fmt: skip
+
+#: The core tools in catalog order: the 32 of docs/tool-policy.md §2.2, then OpenClaw 2026.9's.
 CORE_TOOLS: tuple[CoreTool, ...] = (
     _core("read", "fs", "coding", openclaw=False),
     _core("write", "fs", "coding", openclaw=False),
@@ -107,6 +143,9 @@ CORE_TOOLS: tuple[CoreTool, ...] = (
     _core("music_generate", "media", "coding"),
     _core("video_generate", "media", "coding"),
     _core("tts", "media"),
+    # OpenClaw 2026.9 (checked against 2026.9.6's catalog): its additions, in its sections,
+    # profiles and group:openclaw membership. The April tools keep the spec's rows.
+    *ADDED_TOOLS,
 )
 
 #: Ids of the core tools, in catalog order.
@@ -147,6 +186,13 @@ OWNER_ONLY_TOOLS: dict[str, str] = {
     "cron": "control-plane",
     "gateway": "control-plane",
     "nodes": "exec-capable",
+    # OpenClaw 2026.9.6's additions (its GATEWAY_OWNER_ONLY_CORE_TOOLS).
+    **dict.fromkeys(("automations", "plugins", "openclaw"), "control-plane"),
+    **dict.fromkeys(("screen", "terminal", "portal", "computer", "mobile_ui"), "exec-capable"),
+    **dict.fromkeys(
+        ("sessions", "conversations_list", "conversations_send", "conversations_turn"),
+        "interactive",
+    ),
 }
 
 #: Bundled chat-channel ids (part of the sandbox default deny list).
