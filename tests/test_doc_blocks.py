@@ -7,8 +7,9 @@ What each info string means (the contract every page follows):
   (``res.allowed  # ['read']``) is checked: the value must equal the literal (a tuple or list
   ending in ``...`` checks a prefix).
 * ```bash: each block runs with ``bash -euo pipefail`` from the repository root, with ``HOME`` a
-  fresh temporary directory and ``PATH`` starting with this interpreter's ``bin`` (so
-  ``cedarlite`` and ``python3`` are the tested ones); it must exit 0.
+  fresh temporary directory (shared by the page's blocks, which run in order) and ``PATH``
+  starting with this interpreter's ``bin`` (so ``cedarlite`` and ``python3`` are the tested
+  ones); it must exit 0.
 * ```bash no-run: a command that needs a host program or runs a long-lived service; the line
   above it must say ``<!-- run by tests/test_x.py::name -->``, naming a test that exists.
 * ```json must parse (```jsonc too, after its ``//`` comments); ```cedar must parse as policies;
@@ -42,7 +43,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # Pages other helpers are writing, linked before they land; the lead deletes this constant (and
 # its two uses) once they exist.
-ARRIVING = frozenset(f"docs/{name}.md" for name in ("service", "openclaw", "proofs"))
+ARRIVING = frozenset(f"docs/{name}.md" for name in ("proofs",))
 
 LANGUAGES = {"python", "bash", "json", "jsonc", "cedar", "cedarschema", "text", "console"}
 FENCE = re.compile(r"^( *)(`{3,})(.*)$")
@@ -213,10 +214,17 @@ BASH = [b for b in ALL if b.language == "bash" and b != FIRST and "no-run" not i
 NO_RUN = [b for b in ALL if b.language == "bash" and "no-run" in b.flags]
 
 
-@pytest.mark.parametrize("block", BASH, ids=[b.name for b in BASH])
-def test_bash_blocks(block: Block, tmp_path: Path) -> None:
-    proc = run_bash(block.code, tmp_path)
-    assert proc.returncode == 0, f"{block.name}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
+BASH_PAGES = sorted({b.page for b in BASH})
+
+
+@pytest.mark.parametrize("page", BASH_PAGES, ids=[p.name for p in BASH_PAGES])
+def test_bash_blocks(page: Path, tmp_path: Path) -> None:
+    """A page's shell blocks run in order with one HOME, as a reader follows the page."""
+    for block in (b for b in BASH if b.page == page):
+        proc = run_bash(block.code, tmp_path)
+        assert proc.returncode == 0, (
+            f"{block.name}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
+        )
 
 
 @pytest.mark.parametrize("block", NO_RUN, ids=[b.name for b in NO_RUN])
