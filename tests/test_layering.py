@@ -81,8 +81,9 @@ LAYERS: list[list[str]] = [
     # For policy authors and agents: tests, tool policy, the guard, its hosts, the replay.
     ["cedarlite.runtests"],
     ["cedarlite.shipped"],
-    ["cedarlite.testing"],
     ["cedarlite.tools"],
+    ["cedarlite.analysis"],
+    ["cedarlite.testing"],
     ["cedarlite.guard"],
     ["cedarlite.hooks"],  # the guard's public names under their first home
     ["cedarlite.hosts"],

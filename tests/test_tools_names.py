@@ -77,6 +77,7 @@ def test_expand_groups_normalizes_and_dedupes() -> None:
         "write",
         "edit",
         "apply_patch",
+        "ls",  # OpenClaw 2026.9's file listing joins group:fs
         "group:xyz",
         "web_search",
         "web_fetch",

@@ -110,6 +110,13 @@ def _top_parser() -> tuple[argparse.ArgumentParser, Any]:
     return parser, sub
 
 
+def _prove_commands() -> Any:
+    """The proof commands, imported when one runs (they bring the validator and the solver)."""
+    from . import prove
+
+    return prove
+
+
 def _parser() -> argparse.ArgumentParser:
     parser, sub = _top_parser()
 
@@ -258,6 +265,16 @@ def _parser() -> argparse.ArgumentParser:
     eq.add_argument("--out", metavar="DIR", help="write the counterexample's request/entities here")
     eq.set_defaults(run=cmd_equiv)
 
+    pv = sub.add_parser("prove", help="prove a property of policy sets on an SMT solver (z3)")
+    pv.add_argument("prop", metavar="PROP", help="equivalent | implies | disjoint | "
+                    "always-allows | always-denies | never-errors")  # fmt: skip
+    pv.add_argument("first", metavar="A", help="policy file or directory")
+    pv.add_argument("second", metavar="B", nargs="?", help="the second policy set, if PROP has one")
+    pv.add_argument("-s", "--schema", required=True, help="schema file (.cedarschema, or .json)")
+    pv.add_argument("--out", metavar="DIR", help="write a counterexample's request/entities here")
+    pv.add_argument("--timeout", type=float, default=30.0, help="seconds for the solver")
+    pv.set_defaults(run=lambda args: _prove_commands().run_prove(args))
+
     t = sub.add_parser("tools", help="the agent tool layer (OpenClaw-style tool policy)")
     tsub = _with_parent(
         t.add_subparsers(dest="tools_command", required=True, metavar="TOOLS_COMMAND"),
@@ -306,6 +323,13 @@ def _parser() -> argparse.ArgumentParser:
 
     tp = tsub.add_parser("shipped", help="the shipped policies and examples (cedarlite:NAME)")
     tp.set_defaults(run=cmd_tools_shipped)
+
+    tpv = tsub.add_parser("prove", help="prove the rules' promises, or find a bypass (z3)")
+    tpv.add_argument("scenario", metavar="CONFIG", help="a scenario file (cedarlite:NAME too)")
+    tpv.add_argument("--rules", action="append", metavar="FILE", help="argument rules; repeatable")
+    tpv.add_argument("--never", required=True, metavar="QUERY", help="permits nothing may match")
+    tpv.add_argument("--timeout", type=float, default=30.0, help="seconds per promise")
+    tpv.set_defaults(run=lambda args: _prove_commands().run_tools_prove(args))
 
     ts = tsub.add_parser("schema", help="the Cedar schema of a scenario's tools")
     ts.add_argument("scenario", help="a scenario file, or a JSON array of tools")

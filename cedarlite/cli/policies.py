@@ -242,7 +242,7 @@ def cmd_equiv(args: argparse.Namespace) -> int:
     """Search for a request on which two policy sets decide differently: exit 0 if none was
     found (saying whether the search was exhaustive), 2 with a ready-to-run counterexample."""
     # lazy on purpose: a command loads only the stages it runs (the command line's start time)
-    from ..testing import check_equivalence
+    from ..analysis.equivalence import check_equivalence
 
     first = load_policies([args.first])
     second = load_policies([args.second])

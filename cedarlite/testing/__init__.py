@@ -12,7 +12,7 @@ result = testing.check_equivalence(old, new)
 print(result.summary())                      # e.g. "equivalent (exhaustive over 96 requests)"
 ```
 
-* :mod:`.equivalence`: :func:`find_difference`, :func:`check_equivalence`,
+* :mod:`cedarlite.analysis` (re-exported here): :func:`find_difference`, :func:`check_equivalence`,
   :func:`assert_equivalent` and their results :class:`Counterexample`, :class:`Equivalence`;
 * :mod:`.strategies`: strategies for policies, policy sets, entities, requests and whole
   scenarios, for your own property tests;
@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - exercised in a subprocess by the tests
         "pip install 'cedarlite[test]' (or pip install hypothesis)"
     ) from None
 
-from .equivalence import (
+from ..analysis.equivalence import (
     Counterexample,
     Equivalence,
     assert_equivalent,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.entities import Entities
-from ..data.ext import Datetime, Decimal, Duration
+from ..data.ext import Datetime, Decimal, Duration, IPAddr
 from ..data.request import Request
 from ..data.values import EMPTY_RECORD, I64_MAX, I64_MIN, CedarSet, EntityUID, type_name
 from ..engine.evaluator import Evaluator
@@ -441,6 +441,16 @@ class Analysis:
                             term, value = self.term(side), self.constant(other)
                             if term is not None and value is not None:
                                 self.hint(term[-1], kind_of(value[0]), value[0])
+                            elif (
+                                term is not None
+                                and isinstance(other, Variable)
+                                and other.var in _REQUEST_VARS
+                            ):  # `resource.owner == principal`: the request's entities
+                                self.hint(term[-1], "entity")
+                                self.records(term)
+                                stack.append((other, None))
+                        if any(isinstance(x, Variable) for x in (left, right)):
+                            continue
                     elif op is not BinOp.IN:
                         for side, other in ((left, right), (right, left)):
                             term, value = self.term(side), self.constant(other)
@@ -454,6 +464,14 @@ class Analysis:
                         self.hint(key)
                     stack.append((inner, "record"))
                     continue
+                case MethodCall(name="isInRange", receiver=recv, args=(arg,)):
+                    # Both ends of each literal range, and the addresses just outside it.
+                    for this, other in ((recv, arg), (arg, recv)):
+                        term, value = self.term(this), self.constant(other)
+                        if term is not None and value is not None:
+                            self.hint(term[-1], "ipaddr", *_range_ends(value[0]))
+                    stack += [(recv, "ipaddr"), (arg, "ipaddr")]
+                    continue
                 case MethodCall(name=name, receiver=recv, args=args):
                     want_recv = _RECEIVER_KINDS.get(name)
                     stack.append((recv, want_recv))
@@ -466,6 +484,10 @@ class Analysis:
                     stack.append((arg, "long"))
                     continue
                 case Arith(operands=operands):
+                    for c in operands:  # where checked arithmetic overflows
+                        term = self.term(c)
+                        if term is not None:
+                            self.hint(term[-1], "long", *_LONG_BOUNDARIES)
                     stack.extend((c, "long") for c in operands)
                     continue
                 case If(cond=c, then_=t, else_=f):
@@ -481,6 +503,18 @@ class Analysis:
     def note(self, why: str) -> None:
         if len(self.why_not) < 3 and why not in self.why_not:
             self.why_not.append(why)
+
+
+_LONG_BOUNDARIES = (I64_MAX, I64_MIN, -1, 0, 1, 2)
+
+
+def _range_ends(value: Any) -> list[Any]:
+    """An ipaddr range's first and last addresses and the ones just outside it."""
+    if value.__class__ is not IPAddr:
+        return []
+    low, high = value.range()
+    top = (1 << value.width) - 1
+    return [IPAddr(value.version, a) for a in (low, high, low - 1, high + 1) if 0 <= a <= top]
 
 
 class Element:
