@@ -262,8 +262,9 @@ def test_each_command_as_a_subprocess(work: Path) -> None:
 
 
 def test_the_readme_run_tests_example_is_true() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("$ cedarlite run-tests --policies examples/policy-tests/photos.cedar")[1]
+    """docs/testing.md shows what `run-tests` prints."""
+    page = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+    block = page.split("$ cedarlite run-tests --policies examples/policy-tests/photos.cedar")[1]
     expected = block.split("```")[0].split("\n", 2)[2]  # after the command's two lines
     proc = cli(
         "run-tests", "--policies", "examples/policy-tests/photos.cedar",

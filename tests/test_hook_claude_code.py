@@ -799,12 +799,12 @@ def test_the_shipped_settings_command_runs_through_a_shell(project: Project) -> 
 
 
 def test_the_readme_recipe(tmp_path: Path) -> None:
-    """README "Use with Claude Code": the recipe runs in a fresh project and prints what the
-    README shows."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Use with Claude Code") :]
-    recipe, after = section.split("```bash\n", 1)[1].split("```\n", 1)
-    shown = after.split("```\n", 2)[1]
+    """docs/hosts.md "Use with Claude Code": the recipe runs in a fresh project and prints what
+    the page shows."""
+    page = (ROOT / "docs" / "hosts.md").read_text(encoding="utf-8")
+    section = page[page.index("## Use with Claude Code") :]
+    recipe, after = section.split("```bash no-run\n", 1)[1].split("```\n", 1)
+    shown = after.split("```text\n", 1)[1].split("```\n", 1)[0]
     project = tmp_path / "project"
     project.mkdir()
     env = {

@@ -500,11 +500,11 @@ def test_mistakes_refuse_to_start(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_readme_client_configuration_runs(tmp_path: Path) -> None:
-    """The README's ``mcpServers`` recipe, with ``npx`` replaced by the installed server."""
+    """docs/hosts.md's ``mcpServers`` recipe, with ``npx`` replaced by the installed server."""
     import re
 
-    readme = (EXAMPLE.parent.parent / "README.md").read_text()
-    (block,) = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if "mcpServers" in b]
+    page = (EXAMPLE.parent.parent / "docs" / "hosts.md").read_text()
+    (block,) = [b for b in re.findall(r"```json\n(.*?)```", page, re.S) if "mcpServers" in b]
     entry = json.loads(block)["mcpServers"]["files"]
     assert entry["command"] == "cedarlite"
     args = entry["args"]

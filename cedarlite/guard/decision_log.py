@@ -1,7 +1,7 @@
 """The decision log: one JSON line per guard decision, appended atomically.
 
 The format (version 1) is a contract with the tools that read it (replaying a log against a
-changed policy); README "Guarding an agent" documents every key. This module writes it:
+changed policy); docs/guard.md ("The decision log") documents every key. This module writes it:
 
 * :class:`DecisionLog` appends whole lines to a file opened ``O_APPEND`` under an exclusive
   ``flock``, so lines from several processes never interleave; a write that fails half-way is

@@ -92,8 +92,8 @@ def replay(
     compressed: ``.gz``, ``.bz2``, ``.xz``...). ``config``: the new tools configuration (an
     object, its JSON text, or a path to a JSON file). ``rules``: the new argument rules, as a
     :class:`~cedarlite.hooks.Guard` takes them. ``tools``: the run's tool list; without it the
-    catalog is the tools the log shows the logged runs had (see the README, "Impact of a policy
-    change"), or, with ``catalog``, what ``catalog`` makes of those (the run's tool list as a
+    catalog is the tools the log shows the logged runs had (docs/replay.md, "The tool
+    catalog"), or, with ``catalog``, what ``catalog`` makes of those (the run's tool list as a
     host builds it: :func:`~cedarlite.impact.hook.hook_catalog`). ``scheduler``: ``None`` (or
     ``"processes"``) for Dask's local multiprocessing scheduler with ``workers`` processes
     (default: the CPU count); ``"sync"`` for Dask's synchronous scheduler in this process (small

@@ -1,6 +1,6 @@
 """One line of the guard's decision log, read as hostile input.
 
-The format (version 1) is the contract documented in the README ("The decision log") and
+The format (version 1) is the contract documented in docs/guard.md ("The decision log") and
 written by :func:`cedarlite.guard.decision_log.log_line`. :func:`read_line` turns one line
 into a :class:`LogLine`, or a :class:`BadLine` saying why it cannot be used, in one of the
 :data:`BAD_KINDS`; it never raises. Its cost is linear in the line: one C JSON decode (a line
