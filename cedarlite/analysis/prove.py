@@ -44,7 +44,7 @@ from ..schema.types import (
     SetType,
     StringType,
 )
-from ..schema.validator import Validator, policy_condition
+from ..schema.validator import Validator, as_schema, policy_condition
 from ._smt import Encoder, Sorts, Sym, Unsupported, conj, neg, z3mod
 
 __all__ = ["PROPERTIES", "ProofCounterexample", "ProofResult", "prove"]
@@ -126,7 +126,7 @@ def prove(
     if not two and b is not None:
         raise CedarliteError(f"`{prop}` is a property of one policy set: drop `b`", code="usage")
     z3mod()
-    schema = _as_schema(schema)
+    schema = as_schema(schema)
     first = _as_set(a)
     second = _as_set(b) if b is not None else None
     return _Prover(prop, first, second, schema, timeout, assume).run()
@@ -134,14 +134,6 @@ def prove(
 
 def _as_set(ps: PolicySet | str) -> PolicySet:
     return ps if isinstance(ps, PolicySet) else PolicySet.from_str(ps)
-
-
-def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
-    if isinstance(schema, Schema):
-        return schema
-    if isinstance(schema, str) and not schema.lstrip().startswith("{"):
-        return Schema.from_str(schema)
-    return Schema.from_json(schema)
 
 
 class _Prover:

@@ -145,10 +145,12 @@ def validate(
     for input that does not parse; everything else is reported in the result.
     """
     policy_set = policies if isinstance(policies, PolicySet) else PolicySet.from_str(policies)
-    return Validator(_as_schema(schema)).validate(policy_set)
+    return Validator(as_schema(schema)).validate(policy_set)
 
 
-def _as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
+def as_schema(schema: Schema | str | Mapping[str, Any]) -> Schema:
+    """``schema`` as a :class:`Schema`: one already, ``.cedarschema`` text, or Cedar's JSON
+    schema format (text starting with ``{`` or a mapping)."""
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, str) and not schema.lstrip().startswith("{"):
