@@ -526,3 +526,22 @@ def test_a_service_of_another_project_does_not_answer_for_this_one() -> None:
         env = {**SERVICE_ENV, "CLAUDE_PROJECT_DIR": str(hook.root)}
         assert hook.run(write, service=False, env=env).decision == "deny"
         assert hook.run(write, env=env).decision == "deny"
+
+
+def test_a_service_never_answers_with_rules_older_than_the_files() -> None:
+    # The in-process hook reads the files at every call: so must the service's answer. A
+    # tightened file is decided at once (not at the watcher's next poll), and a file that no
+    # longer loads is not decided with the set loaded before it (the hook blocks and says why).
+    with new_hook() as hook:
+        hook.start_service()
+        config = hook.root / "cedarlite.json"
+        data = json.loads(config.read_text())
+        event = hook.event("Bash", {"command": "git status"})
+        assert hook.run(event).decision == "allow"
+        data["config"]["tools"]["deny"].append("exec")
+        config.write_text(json.dumps(data))
+        assert hook.run(event).decision == "deny"
+        config.write_text('{"config": {"tools": {"profile": "codin"}}}')
+        assert wait_for(lambda: hook.health()["status"] == "degraded", timeout=30)
+        answer = hook.run(event)
+        assert answer.decision == "deny" and "codin" in answer.stdout

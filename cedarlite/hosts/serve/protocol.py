@@ -297,8 +297,10 @@ class Service:
             from ..openclaw import service_answer
 
             return service_answer(gen, op, fields)
-        # claude_code_hook
+        # claude_code_hook: never with rules older than the files (the hook reads them each call)
         text = fields["input"]
         if not isinstance(text, str):
             raise ProtocolError("`input` must be a string: the hook event's JSON text")
-        return gen.claude_code_hook(text)
+        return (self.guards.fresh() if self.guards.options.claude_code else gen).claude_code_hook(
+            text
+        )
