@@ -196,6 +196,20 @@ def test_tool_call_cannot_bypass_a_rule(service: Service) -> None:
     assert ok["action"] == "allow" and ok["params"] == through  # tool_call's own params
 
 
+def test_the_models_own_path_attributes_are_not_the_adapters(service: Service) -> None:
+    # `inWorkspace` and `absolutePath` are what an adapter says of a path it judged; sent by
+    # the model, they must not turn fs.writes-in-workspace off.
+    write = {"path": "/opt/app/start.sh", "content": "x"}
+    for extra in ({}, {"inWorkspace": True}, {"inWorkspace": True, "absolutePath": "/workspace/a"}):
+        for ev in (event("write", {**write, **extra}),
+                   event("tool_call", {"id": "write", "args": {**write, **extra}})):  # fmt: skip
+            answer = before(service, ev)
+            assert answer["action"] == "block" and "fs.writes-in-workspace" in answer["reason"]
+    sent = {"path": "src/a.py", "content": "x", "inWorkspace": False}
+    ok = before(service, event("write", sent))
+    assert ok["action"] == "allow" and ok["params"] == sent  # runs as the model sent it
+
+
 def test_unreadable_events_block(service: Service) -> None:
     for ev, ctx in ((None, CTX), ("exec", CTX), (event(7, {}), CTX), (event("exec", "ls"), None)):
         answer = service.answer(openclaw.BEFORE, {"event": ev, "ctx": ctx})

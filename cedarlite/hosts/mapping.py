@@ -430,6 +430,15 @@ _PATH_WORDS = frozenset(
 #: replaced (:func:`path_calls`).
 PATH_ATTRIBUTES = ("absolutePath", "inWorkspace")
 
+
+def without_path_attributes(params: Any) -> Any:
+    """``params`` without what the caller sent under :data:`PATH_ATTRIBUTES`: only an adapter
+    sets those, for the path it judged (a model's ``"inWorkspace": true`` is not one)."""
+    if isinstance(params, Mapping) and any(k in params for k in PATH_ATTRIBUTES):
+        return {k: v for k, v in params.items() if k not in PATH_ATTRIBUTES}
+    return params
+
+
 #: At most this many values of one call's arguments are visited looking for paths.
 MAX_VALUES = 100_000
 

@@ -29,6 +29,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from .mapping import without_path_attributes
 from .openclaw_config import OpenClawError
 
 if TYPE_CHECKING:
@@ -139,6 +140,8 @@ def decided_call(event: Any, ctx: Any, agents: frozenset[str] = frozenset()) -> 
     tool, params, outers = unwrap(event.get("toolName"), event.get("params"))
     if outers:
         record = {**record, "sessionKey": None, "sessionId": None}
+    # No adapter judged a path here: the rules never read the model's own `inWorkspace`.
+    params = without_path_attributes(params)
     return Call(tool, params, record, run_context(ctx, agents))
 
 
@@ -151,8 +154,8 @@ def decide(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any
     outcome = guard_for(c.context).before_tool_call(c.tool, c.params, c.call)
     params = outcome.params
     _, _, outers = unwrap(event.get("toolName"), event.get("params"))
-    if outers and params == c.params:
-        params = outers[0]
+    if params == c.params:  # the call runs as the model sent it
+        params = event.get("params")
     else:
         for outer in reversed(outers):
             params = {**outer, "args": params}
