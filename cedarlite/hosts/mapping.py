@@ -559,7 +559,16 @@ def path_calls(
             base[name] = clean_path(text)
         (first if top and name == "path" else rest).append((where, text))
     calls: dict[tuple[str, bool], dict[str, Any]] = {}
+    texts: set[str] = set()
     for _, text in first + rest:
+        # Each distinct text once, and a bounded number of them: judging one costs the length
+        # of `cwd` and of the workspace, so a repeated or aliased path (`a`, `./a`, `a/`...)
+        # must not cost it again (linear in the arguments' size).
+        if text in texts:
+            continue
+        texts.add(text)
+        if len(texts) > _MAX_TEXTS:
+            raise MappingError(f"the arguments hold more than {_MAX_TEXTS} different paths")
         absolute = absolute_form(text, cwd)
         inside = in_workspace(absolute, workspace)
         if (absolute, inside) not in calls:
@@ -567,6 +576,11 @@ def path_calls(
             if len(calls) > MAX_EACH:
                 raise MappingError(f"the arguments name more than {MAX_EACH} paths")
     return tuple(calls.values()) or (base,)
+
+
+#: At most this many different path texts are judged in one call (several texts may name the
+#: same file: ``a``, ``./a``; more than :data:`MAX_EACH` files are refused anyway).
+_MAX_TEXTS = 4 * MAX_EACH
 
 
 def _each_path(
