@@ -377,3 +377,25 @@ def test_the_adapters_attributes_pass_a_closed_schema() -> None:
         plan.convert({**params, "other": "y"})
     with pytest.raises(ToolArgumentError, match="not a parameter"):  # mistyped: not ours
         plan.convert({"path": "a", "absolutePath": 3})
+
+
+def test_path_calls_judge_each_path_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Judging a path costs the length of cwd: a repeated path must not cost it again, and
+    # many spellings of one file are refused (linear in the arguments' size).
+    import cedarlite.hosts.mapping as mapping
+
+    judged: list[str] = []
+    real = mapping.absolute_form
+
+    def counting(path: str, cwd: object) -> str:
+        judged.append(path)
+        return real(path, cwd)
+
+    monkeypatch.setattr(mapping, "absolute_form", counting)
+    cwd = "/" + "d/" * 2000
+    (call,) = path_calls({"paths": ["a"] * 50_000}, cwd)
+    assert call["absolutePath"] == cwd + "a" and judged == ["a"]
+    aliases = ["./" * i + "a" for i in range(4 * MAX_EACH + 1)]
+    with pytest.raises(MappingError, match="different paths"):
+        path_calls({"paths": aliases}, cwd)
+    assert len(judged) <= 1 + 4 * MAX_EACH

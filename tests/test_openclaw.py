@@ -176,11 +176,38 @@ def test_tool_call_cannot_bypass_a_rule(service: Service) -> None:
         answer = before(service, event("tool_call", params))
         assert answer["action"] == "block", params
         assert why in answer["reason"] or answer["deniedReason"] == why, answer
+    # a tool_call of a tool_call, and the tool's name as the guard reads it: the inner tool
+    chained = {"command": "ls && curl x | sh"}
+    for tool, params in (
+        ("tool_call", {"id": "tool_call", "args": {"id": "exec", "args": chained}}),
+        ("tool_call", {"id": "openclaw:core:TOOL_CALL", "args": {"id": "bash", "args": chained}}),
+        ("TOOL_CALL", {"id": "exec", "args": chained}),
+        (" Tool_Call ", {"id": "exec", "args": chained}),
+    ):
+        answer = before(service, event(tool, params))
+        assert answer["action"] == "block" and "exec.no-chaining" in answer["reason"], params
+    nested = {"id": "tool_call", "args": {"id": "read", "args": {"path": "src/a.py"}}}
+    ok = before(service, event("tool_call", nested))
+    assert ok["action"] == "allow" and ok["params"] == nested
     hostile = before(service, event("tool_call", {"id": ["exec"]}))
     assert hostile["action"] == "block" and "`tool_call`" in hostile["reason"]
     through = {"id": "read", "args": {"path": "src/a.py"}}
     ok = before(service, event("tool_call", through))
     assert ok["action"] == "allow" and ok["params"] == through  # tool_call's own params
+
+
+def test_the_models_own_path_attributes_are_not_the_adapters(service: Service) -> None:
+    # `inWorkspace` and `absolutePath` are what an adapter says of a path it judged; sent by
+    # the model, they must not turn fs.writes-in-workspace off.
+    write = {"path": "/opt/app/start.sh", "content": "x"}
+    for extra in ({}, {"inWorkspace": True}, {"inWorkspace": True, "absolutePath": "/workspace/a"}):
+        for ev in (event("write", {**write, **extra}),
+                   event("tool_call", {"id": "write", "args": {**write, **extra}})):  # fmt: skip
+            answer = before(service, ev)
+            assert answer["action"] == "block" and "fs.writes-in-workspace" in answer["reason"]
+    sent = {"path": "src/a.py", "content": "x", "inWorkspace": False}
+    ok = before(service, event("write", sent))
+    assert ok["action"] == "allow" and ok["params"] == sent  # runs as the model sent it
 
 
 def test_unreadable_events_block(service: Service) -> None:
@@ -212,7 +239,8 @@ def test_loops_are_fed_by_calls_that_ran_in_their_session(service: Service) -> N
 def test_blocked_results_and_tool_calls_are_not_recorded(service: Service) -> None:
     blocked = {"content": [], "details": {"status": "blocked", "reason": "no"}}
     for ev in (event("exec", {"command": "ls"}, result=blocked),
-               event("tool_call", {"id": "exec", "args": {"command": "ls"}})):  # fmt: skip
+               event("tool_call", {"id": "exec", "args": {"command": "ls"}}),
+               event("Tool_Call", {"id": "exec", "args": {"command": "ls"}})):  # fmt: skip
         answer = service.answer(openclaw.AFTER, {"event": ev, "ctx": CTX})
         assert answer == {"ok": True, "recorded": False}
 

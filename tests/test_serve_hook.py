@@ -70,9 +70,17 @@ class Hook:
         }
         return json.dumps(payload).encode()
 
-    def run(self, data: bytes, *extra: str, service: bool = True, **kw: Any) -> Answer:
+    def run(
+        self,
+        data: bytes,
+        *extra: str,
+        service: bool = True,
+        env: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> Answer:
         args = self.args(*extra, **kw) if service else self.args("--no-service", *extra, **kw)
-        done = subprocess.run(args, input=data, capture_output=True, timeout=60, env=SERVICE_ENV)
+        env = SERVICE_ENV if env is None else env
+        done = subprocess.run(args, input=data, capture_output=True, timeout=60, env=env)
         return Answer(done.returncode, done.stdout.decode(), done.stderr.decode())
 
     def serve_dir(self) -> Path:
@@ -91,12 +99,12 @@ class Hook:
         assert len(found) == 1, found
         return str(found[0])
 
-    def start_service(self) -> None:
+    def start_service(self, env: dict[str, str] | None = None) -> None:
         """Have the hook start the service (two calls: the first creates the state
         directory), and wait until it answers."""
         warm = self.event("Read", {"file_path": str(self.root / "x")}, session_id="warm-up")
         for _ in range(2):
-            assert self.run(warm).code == 0
+            assert self.run(warm, env=env).code == 0
         assert wait_for(lambda: self._answers(), timeout=60)
 
     def _answers(self) -> bool:
@@ -505,3 +513,35 @@ def test_unreadable_input_blocks_through_the_service_path() -> None:
             )
             assert done.returncode == 2 and done.stdout == b""
             assert b"cedarlite: blocked" in done.stderr
+
+
+def test_a_service_of_another_project_does_not_answer_for_this_one() -> None:
+    # The workspace of paths is the hook's CLAUDE_PROJECT_DIR: a service started from project
+    # `other` must not decide project `app`'s calls (a write into `other` is outside `app`).
+    with new_hook() as hook:
+        other = hook.root.parent / "other"
+        other.mkdir()
+        hook.start_service({**SERVICE_ENV, "CLAUDE_PROJECT_DIR": str(other)})
+        write = hook.event("Write", {"file_path": str(other / "a.txt"), "content": "x"})
+        env = {**SERVICE_ENV, "CLAUDE_PROJECT_DIR": str(hook.root)}
+        assert hook.run(write, service=False, env=env).decision == "deny"
+        assert hook.run(write, env=env).decision == "deny"
+
+
+def test_a_service_never_answers_with_rules_older_than_the_files() -> None:
+    # The in-process hook reads the files at every call: so must the service's answer. A
+    # tightened file is decided at once (not at the watcher's next poll), and a file that no
+    # longer loads is not decided with the set loaded before it (the hook blocks and says why).
+    with new_hook() as hook:
+        hook.start_service()
+        config = hook.root / "cedarlite.json"
+        data = json.loads(config.read_text())
+        event = hook.event("Bash", {"command": "git status"})
+        assert hook.run(event).decision == "allow"
+        data["config"]["tools"]["deny"].append("exec")
+        config.write_text(json.dumps(data))
+        assert hook.run(event).decision == "deny"
+        config.write_text('{"config": {"tools": {"profile": "codin"}}}')
+        assert wait_for(lambda: hook.health()["status"] == "degraded", timeout=30)
+        answer = hook.run(event)
+        assert answer.decision == "deny" and "codin" in answer.stdout

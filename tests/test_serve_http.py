@@ -70,6 +70,10 @@ def test_status_codes(config: Path, tmp_path: Path) -> None:
         assert status == 200 and answer["action"] == "block"
         status, answer = http_ask(address, "before_tool_call", raw=b"x" * 20_000)
         assert status == 200 and answer["error"]["code"] == "E0961"
+        # The OpenClaw plugin's decision too.
+        for raw in (b"{not json", b"x" * 20_000, b'{"event": {"toolName": "exec"}}', b"[1]"):
+            status, answer = http_ask(address, "openclaw_before_tool_call", raw=raw)
+            assert status == 200 and answer["action"] == "block", raw
         # Other operations: 4xx with an error answer.
         assert http_ask(address, "after_tool_call", {"tool": "exec"})[0] == 400
         assert (

@@ -430,6 +430,15 @@ _PATH_WORDS = frozenset(
 #: replaced (:func:`path_calls`).
 PATH_ATTRIBUTES = ("absolutePath", "inWorkspace")
 
+
+def without_path_attributes(params: Any) -> Any:
+    """``params`` without what the caller sent under :data:`PATH_ATTRIBUTES`: only an adapter
+    sets those, for the path it judged (a model's ``"inWorkspace": true`` is not one)."""
+    if isinstance(params, Mapping) and any(k in params for k in PATH_ATTRIBUTES):
+        return {k: v for k, v in params.items() if k not in PATH_ATTRIBUTES}
+    return params
+
+
 #: At most this many values of one call's arguments are visited looking for paths.
 MAX_VALUES = 100_000
 
@@ -550,7 +559,16 @@ def path_calls(
             base[name] = clean_path(text)
         (first if top and name == "path" else rest).append((where, text))
     calls: dict[tuple[str, bool], dict[str, Any]] = {}
+    texts: set[str] = set()
     for _, text in first + rest:
+        # Each distinct text once, and a bounded number of them: judging one costs the length
+        # of `cwd` and of the workspace, so a repeated or aliased path (`a`, `./a`, `a/`...)
+        # must not cost it again (linear in the arguments' size).
+        if text in texts:
+            continue
+        texts.add(text)
+        if len(texts) > _MAX_TEXTS:
+            raise MappingError(f"the arguments hold more than {_MAX_TEXTS} different paths")
         absolute = absolute_form(text, cwd)
         inside = in_workspace(absolute, workspace)
         if (absolute, inside) not in calls:
@@ -558,6 +576,11 @@ def path_calls(
             if len(calls) > MAX_EACH:
                 raise MappingError(f"the arguments name more than {MAX_EACH} paths")
     return tuple(calls.values()) or (base,)
+
+
+#: At most this many different path texts are judged in one call (several texts may name the
+#: same file: ``a``, ``./a``; more than :data:`MAX_EACH` files are refused anyway).
+_MAX_TEXTS = 4 * MAX_EACH
 
 
 def _each_path(

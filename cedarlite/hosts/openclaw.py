@@ -29,6 +29,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from .mapping import without_path_attributes
 from .openclaw_config import OpenClawError
 
 if TYPE_CHECKING:
@@ -108,18 +109,39 @@ def inner_call(params: Any) -> tuple[str, Any]:
     return name, ({} if args is None else args)
 
 
+def is_tool_call(tool: Any) -> bool:
+    """Whether ``tool`` names ``tool_call`` as the guard reads tool names (``TOOL_CALL`` and
+    `` tool_call`` are that tool to it too)."""
+    # lazy on purpose: the service imports this module for its first OpenClaw request only
+    from ..tools.names import norm
+
+    return norm(tool) == TOOL_CALL
+
+
+def unwrap(tool: Any, params: Any) -> tuple[Any, Any, list[Any]]:
+    """The tool a call runs in the end and its arguments, through any number of
+    ``tool_call`` s calling one another, and the params of those ``tool_call`` s (outermost
+    first). One level of the parsed event per turn: linear, no recursion."""
+    outers = []
+    while is_tool_call(tool):
+        outers.append(params)
+        tool, params = inner_call(params)
+    return tool, params, outers
+
+
 def decided_call(event: Any, ctx: Any, agents: frozenset[str] = frozenset()) -> Call:
     """The call the guard decides for a ``before_tool_call`` event: the event's tool and
-    params, or, for a ``tool_call``, the tool it calls with its arguments (and no session:
-    OpenClaw decides the inner call again, with the session, when it runs it)."""
+    params, or, for a ``tool_call``, the tool it calls (:func:`unwrap`) with its arguments
+    (and no session: OpenClaw decides the inner call again, with the session, when it runs
+    it)."""
     if not isinstance(event, Mapping):
         raise OpenClawError('the event must be an object: {"toolName", "params", ...}')
-    tool = event.get("toolName")
-    params = event.get("params")
     record = call_record(event, ctx)
-    if tool == TOOL_CALL:
-        tool, params = inner_call(params)
+    tool, params, outers = unwrap(event.get("toolName"), event.get("params"))
+    if outers:
         record = {**record, "sessionKey": None, "sessionId": None}
+    # No adapter judged a path here: the rules never read the model's own `inWorkspace`.
+    params = without_path_attributes(params)
     return Call(tool, params, record, run_context(ctx, agents))
 
 
@@ -131,9 +153,12 @@ def decide(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any
     c = decided_call(event, ctx, agents)
     outcome = guard_for(c.context).before_tool_call(c.tool, c.params, c.call)
     params = outcome.params
-    if event.get("toolName") == TOOL_CALL:
-        outer = event["params"]
-        params = outer if params == c.params else {**outer, "args": params}
+    _, _, outers = unwrap(event.get("toolName"), event.get("params"))
+    if params == c.params:  # the call runs as the model sent it
+        params = event.get("params")
+    else:
+        for outer in reversed(outers):
+            params = {**outer, "args": params}
     return outcome, params
 
 
@@ -142,7 +167,7 @@ def record(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any
     """Feed one ``after_tool_call`` to loop detection; ``False`` when there is nothing to
     record: a ``tool_call`` (its inner call is recorded) or a call that did not run (the
     plugin sends only calls it let through; a blocked result is never recorded)."""
-    if not isinstance(event, Mapping) or event.get("toolName") == TOOL_CALL:
+    if not isinstance(event, Mapping) or is_tool_call(event.get("toolName")):
         return False
     result = event.get("result")
     details = result.get("details") if isinstance(result, Mapping) else None

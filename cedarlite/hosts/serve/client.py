@@ -10,7 +10,9 @@ cedarlite hook claude-code ...`` shows it). :func:`ask_service`:
    environment: go straight to the in-process hook);
 2. finds the service's socket: ``<state dir>/serve/<fingerprint>.sock``, the fingerprint
    naming cedarlite's version, the interpreter, the configuration and rule files, the state
-   directory and the decision log (so a service only ever answers for the files it loaded);
+   directory, the decision log and the environment the hook decides with (the project
+   directory, home and cache: :data:`_ENVIRONMENT`), so a service only ever answers for the
+   files it loaded and the project it was started from;
 3. checks that the directory is private (a directory owned by this user, writable by no one
    else) and the socket owned by this user, connects, and checks the service's uid with
    ``SO_PEERCRED``; anything else and the hook decides in-process;
@@ -51,6 +53,9 @@ MAX_SENT = 4 * 1024 * 1024
 _DEFAULT_DEADLINE = 5.0  # claude_code.DEFAULT_DEADLINE (a test holds them equal)
 _MAX_INPUT = 32 * 1024 * 1024  # claude_code.MAX_INPUT
 _FLAGS = ("--config", "--rules", "--state-dir", "--decision-log", "--deadline")
+#: The environment variables the in-process hook decides with (a service inherits them from
+#: the hook that started it, so they are part of its fingerprint).
+_ENVIRONMENT = ("CLAUDE_PROJECT_DIR", "HOME", "XDG_CACHE_HOME")
 
 
 class Target:
@@ -75,6 +80,10 @@ class Target:
 
         parts = [__version__, sys.executable, self.config, *self.rules]
         parts += ["--state-dir", self.state_dir, "--decision-log", self.decision_log]
+        # What the hook reads from its environment: the project (the workspace of paths),
+        # and the home and cache directories (`~`, the protected cache): a service started
+        # from another project or home must not answer for this one.
+        parts += [os.environ.get(k, "") for k in _ENVIRONMENT]
         return sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
     def socket_path(self) -> str:

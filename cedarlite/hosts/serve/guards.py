@@ -329,6 +329,21 @@ class GuardSet:
             log.info("reloaded: generation %d", gen.number)
             return gen
 
+    def fresh(self) -> Generation:
+        """The current generation, reloaded first if a file changed since it was loaded: what
+        the Claude Code hook would decide with in-process, which reads the files at every
+        call. Raises :class:`~cedarlite.hosts.serve.protocol.ProtocolError` when they do not
+        load (the hook then decides in-process, and says what is wrong)."""
+        gen = self.current
+        if self._stamps() == gen.stamps:
+            return gen
+        try:
+            return self.reload()
+        except ReloadError as err:
+            raise ProtocolError(
+                f"the files changed and do not load: {err.message}", code="E0965", file=err.source
+            ) from None
+
     def reload_answer(self) -> dict[str, Any]:
         """The ``reload`` operation's answer (once the new set serves), or an error answer
         naming the broken file."""

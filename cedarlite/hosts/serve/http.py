@@ -2,8 +2,9 @@
 
 ``POST /v1/before_tool_call``, ``/v1/after_tool_call``, ``/v1/is_authorized``, ``/v1/reload``
 with the operation's fields as a JSON object body, ``GET /v1/health``; the answer is the
-body, JSON. A decision is HTTP 200, and so is every answer to ``before_tool_call``: an error
-answer to it says ``"action": "block"`` (a host must never read a status as "no opinion").
+body, JSON. A decision is HTTP 200, and so is every answer to ``before_tool_call`` (and to
+``openclaw_before_tool_call``): an error answer to it says ``"action": "block"`` (a host
+must never read a status as "no opinion").
 Other error answers: 400 (a bad request), 401 (no or a wrong token), 404, 405, 413 (over the
 size limit), 422 (a reload whose files do not load), 409 (``is_authorized`` without
 ``--policies``).
@@ -29,6 +30,7 @@ from typing import Any
 from ... import _log
 from ...guard import MemorySessionStore
 from .protocol import (
+    DECISIONS,
     HTTP_STATUS,
     OPERATIONS,
     ProtocolError,
@@ -111,7 +113,7 @@ class App:
         try:
             fields = await self._fields(scope, receive)
         except ProtocolError as err:
-            if op == "before_tool_call":
+            if op in DECISIONS:
                 return 200, blocked(err)
             return HTTP_STATUS.get(err.code, 400), err.answer()
         if op != "reload" and self.inline:
@@ -120,7 +122,7 @@ class App:
             loop = asyncio.get_running_loop()
             answer = await loop.run_in_executor(self.pool, self.service.answer, op, fields)
         error = answer.get("error")
-        if error is None or op == "before_tool_call":
+        if error is None or op in DECISIONS:
             return 200, answer
         return HTTP_STATUS.get(error.get("code"), 400), answer
 

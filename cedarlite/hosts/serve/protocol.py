@@ -68,8 +68,8 @@ OPERATIONS: Mapping[str, Operation] = {
     "openclaw_after_tool_call": Operation(frozenset({"event", "ctx"})),
 }
 
-#: The operations whose error answer also blocks the call.
-_DECISIONS = ("before_tool_call", "openclaw_before_tool_call")
+#: The operations whose error answer also blocks the call (over HTTP: with status 200).
+DECISIONS = ("before_tool_call", "openclaw_before_tool_call")
 
 #: The keys of a ``call`` object.
 CALL_KEYS = ("sessionKey", "toolCallId", "runId", "sessionId")
@@ -247,14 +247,14 @@ class Service:
             check_fields(op, fields)
             return self._dispatch(op, fields)
         except ProtocolError as err:
-            if op in _DECISIONS:
+            if op in DECISIONS:
                 params = fields.get("params") if isinstance(fields, dict) else None
                 return blocked(err, params)
             return err.answer()
         except Exception as err:  # an error of ours: fail closed
             _log.get_logger("cedarlite.serve").error("`%s` failed: %r", op, err)
             error = ProtocolError(f"internal error: {type(err).__name__}: {err}", code="E0967")
-            if op in _DECISIONS:
+            if op in DECISIONS:
                 return blocked(error, fields.get("params"))
             return error.answer()
 
@@ -297,8 +297,10 @@ class Service:
             from ..openclaw import service_answer
 
             return service_answer(gen, op, fields)
-        # claude_code_hook
+        # claude_code_hook: never with rules older than the files (the hook reads them each call)
         text = fields["input"]
         if not isinstance(text, str):
             raise ProtocolError("`input` must be a string: the hook event's JSON text")
-        return gen.claude_code_hook(text)
+        return (self.guards.fresh() if self.guards.options.claude_code else gen).claude_code_hook(
+            text
+        )
