@@ -249,3 +249,18 @@ def test_lenient_gate_names_colliding_tools_as_the_spec_does() -> None:
     renamed = decide(gate, "delete_note", {"path": "todo.md"})
     assert renamed.allowed and renamed.tool == "notes__delete_note-2"
     assert not decide(gate, "Delete_Note", {"path": "todo.md"}).allowed
+
+
+def test_loop_detection_sees_the_arguments_it_decided() -> None:
+    # A call naming a path is decided with the path's absolute form beside it; what it returned
+    # must be recorded under the same arguments, or repeated no-progress reads never add up.
+    loops = {"enabled": True, "warningThreshold": 3, "criticalThreshold": 5,
+             "globalCircuitBreakerThreshold": 8}  # fmt: skip
+    gate = McpGate({"tools": {"profile": "coding", "loopDetection": loops}}, server="fs")
+    gate.observe(TOOLS)
+    answers = []
+    for i in range(10):
+        answers.append(decide(gate, "read_text_file", {"path": "/srv/a.txt"}).allowed)
+        result = {"content": [{"type": "text", "text": "same"}]}
+        gate.record("read_text_file", {"path": "/srv/a.txt"}, call_id=f"c{i}", result=result)
+    assert answers == [True] * 8 + [False] * 2

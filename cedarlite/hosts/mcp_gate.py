@@ -363,8 +363,13 @@ class McpGate:
         if error is None and isinstance(result, Mapping) and result.get("isError") is True:
             error, result = _text_of(result) or "error", None
         call = {"sessionKey": session or self.session, "toolCallId": call_id}
-        args = {} if arguments is None else arguments
-        guard.after_tool_call(self.catalog_name(name), args, call, result=result, error=error)
+        try:  # the calls :meth:`decide` judged, so that loop detection sees the same arguments
+            calls = path_calls({} if arguments is None else arguments, self.cwd)
+        except MappingError:  # never allowed: nothing ran
+            return
+        tool = self.catalog_name(name)
+        for params in calls:
+            guard.after_tool_call(tool, params, call, result=result, error=error)
 
 
 def _text_of(result: Mapping[str, Any]) -> str:
