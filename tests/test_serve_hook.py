@@ -143,9 +143,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _started_for(state: Path) -> set[int]:
+    """The pids of processes whose command line names ``state``: a service a hook spawned in
+    the background has no lock file until it is up, and a test may end before that."""
+    needle = os.fsencode(str(state))
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(os.getpid()):
+            with contextlib.suppress(OSError):
+                if needle in (entry / "cmdline").read_bytes():
+                    pids.add(int(entry.name))
+    return pids
+
+
 def stop_services(hook: Hook) -> None:
-    """SIGTERM every service of the hook's state directory by pid; SIGKILL after 15 s."""
-    for pid in hook.service_pids():
+    """SIGTERM every service of the hook's state directory by pid (from its lock files, and any
+    still starting); SIGKILL after 15 s."""
+    for pid in sorted({*hook.service_pids(), *_started_for(hook.state)}):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)
             os.kill(pid, signal.SIGTERM)
