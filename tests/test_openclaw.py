@@ -210,6 +210,23 @@ def test_the_models_own_path_attributes_are_not_the_adapters(service: Service) -
     assert ok["action"] == "allow" and ok["params"] == sent  # runs as the model sent it
 
 
+def test_every_path_is_judged_as_the_adapters_judge_it(service: Service) -> None:
+    # The one path mapping of every adapter (docs/paths.md): a secret's spelling that the OS
+    # (or Node's path.resolve) opens as the file, a path nested in the arguments, and garbage.
+    for path in (".env/", ".env/.", ".env//", "src/../.env", "./.ssh/id_rsa/"):
+        for ev in (event("read", {"path": path}),
+                   event("tool_call", {"id": "read", "args": {"path": path}})):  # fmt: skip
+            answer = before(service, ev)
+            assert answer["action"] == "block" and "fs.no-secrets" in answer["reason"], path
+    nested = before(service, event("ls", {"paths": ["src", "/home/u/.aws/credentials"]}))
+    assert nested["action"] == "block" and "fs.no-secrets" in nested["reason"]
+    garbage = before(service, event("read", {"path": "notes\u0000.txt"}))
+    assert garbage["action"] == "block" and "U+0000" in garbage["reason"]
+    fine = {"path": "src/a.py/"}
+    ok = before(service, event("read", fine))
+    assert ok["action"] == "allow" and ok["params"] == fine  # runs as the model sent it
+
+
 def test_unreadable_events_block(service: Service) -> None:
     for ev, ctx in ((None, CTX), ("exec", CTX), (event(7, {}), CTX), (event("exec", "ls"), None)):
         answer = service.answer(openclaw.BEFORE, {"event": ev, "ctx": ctx})

@@ -123,8 +123,10 @@ def turn(world: World) -> list[str]:
         ("tool_call", {"id": "exec", "args": {"command": "ls; touch via-tool-call.txt"}}),
         ("tool_call", {"id": "openclaw:core:read", "args": {"path": ".env"}}),
         ("tool_call", {"id": "read", "args": {"path": "marker-e2e.txt"}}),
+        ("read", {"path": ".env/"}),
+        ("read", {"path": "src/../.env/."}),
     )  # fmt: skip
-    assert len(results) == 14, results
+    assert len(results) == 16, results
     return results
 
 
@@ -143,6 +145,8 @@ def test_denied_commands_leave_no_side_effect_and_the_model_reads_why(
 
 def test_secrets_and_escapes_are_not_read(world: World, turn: list[str]) -> None:
     assert "fs.no-secrets" in turn[4] and "fs.no-traversal" in turn[5]
+    # Spellings that Node's path.resolve opens as the file itself (docs/paths.md).
+    assert "fs.no-secrets" in turn[14] and "fs.no-secrets" in turn[15], turn[14:]
     sent = world.model.everything_sent()
     assert SECRET not in sent and ESCAPED not in sent
 

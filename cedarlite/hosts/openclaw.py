@@ -29,7 +29,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from .mapping import without_path_attributes
+from .mapping import MappingError, path_calls, without_path_attributes
 from .openclaw_config import OpenClawError
 
 if TYPE_CHECKING:
@@ -145,18 +145,40 @@ def decided_call(event: Any, ctx: Any, agents: frozenset[str] = frozenset()) -> 
     return Call(tool, params, record, run_context(ctx, agents))
 
 
+def judged_params(params: Any) -> tuple[Any, ...]:
+    """The arguments the guard decides for one call's ``params``: one set per file or directory
+    they name, at any depth, as every adapter judges paths (:func:`~.mapping.path_calls`: the
+    path cleaned, its ``absolutePath`` beside it, a control character refused). OpenClaw does
+    not tell the plugin the agent's workspace, so no ``inWorkspace`` is given: the shipped
+    rules then judge writes by the path's text. Raises :class:`OpenClawError` for garbage."""
+    try:
+        calls = path_calls(params)
+    except MappingError as err:
+        raise OpenClawError(err.message) from None
+    return tuple(
+        {k: v for k, v in p.items() if k != "inWorkspace"} if isinstance(p, Mapping) else p
+        for p in calls
+    )
+
+
 def decide(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any,
            agents: frozenset[str] = frozenset()) -> tuple[Outcome, Any]:  # fmt: skip
     """The guard's outcome for one ``before_tool_call`` (``guard_for``: the guard of a run
-    context), and the params the event's tool runs with: the outcome's, or for a
-    ``tool_call``, its own with the inner tool's arguments as the outcome says."""
+    context; one decision per path the arguments name, :func:`judged_params`, the first that
+    does not allow deciding), and the params the event's tool runs with: the outcome's, or
+    for a ``tool_call``, its own with the inner tool's arguments as the outcome says."""
     c = decided_call(event, ctx, agents)
-    outcome = guard_for(c.context).before_tool_call(c.tool, c.params, c.call)
+    guard = guard_for(c.context)
+    for judged in judged_params(c.params):
+        outcome = guard.before_tool_call(c.tool, judged, c.call)
+        if not outcome.allowed:
+            break
     params = outcome.params
     _, _, outers = unwrap(event.get("toolName"), event.get("params"))
-    if params == c.params:  # the call runs as the model sent it
+    if params == judged:  # the call runs as the model sent it
         params = event.get("params")
     else:
+        params = without_path_attributes(params)
         for outer in reversed(outers):
             params = {**outer, "args": params}
     return outcome, params
@@ -175,9 +197,15 @@ def record(guard_for: Callable[[Mapping[str, Any]], Guard], event: Any, ctx: Any
         return False
     c = decided_call(event, ctx, agents)
     error = event.get("error")
-    guard_for(c.context).after_tool_call(
-        c.tool, c.params, c.call, result=result, error=error if isinstance(error, str) else None
-    )
+    try:  # recorded under the arguments it was decided with, so that loop detection adds up
+        judged = judged_params(c.params)
+    except OpenClawError:  # never allowed: nothing ran
+        return False
+    guard = guard_for(c.context)
+    for params in judged:
+        guard.after_tool_call(
+            c.tool, params, c.call, result=result, error=error if isinstance(error, str) else None
+        )
     return True
 
 
