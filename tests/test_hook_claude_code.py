@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hook_support import SESSION, pre_tool_use
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -46,7 +47,6 @@ EXAMPLE = ROOT / "examples" / "claude-code"
 # Bytecode caches on, as for an installed package (some shells set PYTHONDONTWRITEBYTECODE,
 # which would make every hook process compile every module again).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-SESSION = "6f1c2d9e-0b7a-4c1e-9d3f-2a5b8c7e1f00"
 
 
 @dataclass
@@ -132,18 +132,7 @@ class Project:
 
     def event(self, tool: str, tool_input: Any, **fields: Any) -> str:
         """A PreToolUse payload as Claude Code writes it."""
-        payload = {
-            "session_id": SESSION,
-            "transcript_path": f"/home/u/.claude/projects/-app/{SESSION}.jsonl",
-            "cwd": str(self.root),
-            "permission_mode": "default",
-            "hook_event_name": "PreToolUse",
-            "tool_name": tool,
-            "tool_input": tool_input,
-            "tool_use_id": "toolu_01ABCDEF",
-        }
-        payload.update(fields)
-        return json.dumps(payload)
+        return json.dumps(pre_tool_use(str(self.root), tool, tool_input, **fields))
 
     def hook(self, tool: str, tool_input: Any, *extra: str, **fields: Any) -> Answer:
         return run(self.args(*extra), self.event(tool, tool_input, **fields))

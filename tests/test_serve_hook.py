@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hook_support import pre_tool_use
 from serve_support import ENV, SocketClient, short_dir, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "claude-code"
 SERVICE_ENV = {k: v for k, v in ENV.items() if k != "CEDARLITE_NO_SERVICE"}
-SESSION = "6f1c2d9e-0b7a-4c1e-9d3f-2a5b8c7e1f00"
 OTHER_UID = 65534
 
 
@@ -57,18 +57,7 @@ class Hook:
         ]
 
     def event(self, tool: str, tool_input: Any, **fields: Any) -> bytes:
-        payload = {
-            "session_id": SESSION,
-            "transcript_path": f"/home/u/.claude/projects/-app/{SESSION}.jsonl",
-            "cwd": str(self.root),
-            "permission_mode": "default",
-            "hook_event_name": "PreToolUse",
-            "tool_name": tool,
-            "tool_input": tool_input,
-            "tool_use_id": "toolu_01ABCDEF",
-            **fields,
-        }
-        return json.dumps(payload).encode()
+        return json.dumps(pre_tool_use(str(self.root), tool, tool_input, **fields)).encode()
 
     def run(
         self,

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hook_support import pre_tool_use
 
 from cedarlite.hooks import Guard, MemorySessionStore
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "claude-code"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-SESSION = "6f1c2d9e-0b7a-4c1e-9d3f-2a5b8c7e1f00"
 TOKEN = "ghp_" + "Z" * 36
 RULES = ("cedarlite:exec-commands", "cedarlite:paths")
 
@@ -73,16 +73,7 @@ def hook_args(root: Path, *extra: str) -> list[str]:
 
 def hook(root: Path, tool: str, tool_input: Any, *extra: str) -> dict[str, Any]:
     """A PreToolUse event through the hook process; its hookSpecificOutput."""
-    event = {
-        "session_id": SESSION,
-        "transcript_path": f"/home/u/.claude/projects/-app/{SESSION}.jsonl",
-        "cwd": str(root),
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": tool_input,
-        "tool_use_id": "toolu_01ABCDEF",
-    }
+    event = pre_tool_use(str(root), tool, tool_input)
     done = cedarlite(*hook_args(root, *extra), stdin=json.dumps(event))
     assert done.returncode == 0, done.stderr
     out: dict[str, Any] = json.loads(done.stdout)["hookSpecificOutput"]
