@@ -140,8 +140,6 @@ def decided_call(event: Any, ctx: Any, agents: frozenset[str] = frozenset()) -> 
     tool, params, outers = unwrap(event.get("toolName"), event.get("params"))
     if outers:
         record = {**record, "sessionKey": None, "sessionId": None}
-    # No adapter judged a path here: the rules never read the model's own `inWorkspace`.
-    params = without_path_attributes(params)
     return Call(tool, params, record, run_context(ctx, agents))
 
 
@@ -150,9 +148,10 @@ def judged_params(params: Any) -> tuple[Any, ...]:
     they name, at any depth, as every adapter judges paths (:func:`~.mapping.path_calls`: the
     path cleaned, its ``absolutePath`` beside it, a control character refused). OpenClaw does
     not tell the plugin the agent's workspace, so no ``inWorkspace`` is given: the shipped
-    rules then judge writes by the path's text. Raises :class:`OpenClawError` for garbage."""
+    rules then judge writes by the path's text; what the model itself sent under those names
+    is dropped. Raises :class:`OpenClawError` for garbage."""
     try:
-        calls = path_calls(params)
+        calls = path_calls(without_path_attributes(params))
     except MappingError as err:
         raise OpenClawError(err.message) from None
     return tuple(
