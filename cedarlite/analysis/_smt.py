@@ -119,6 +119,8 @@ class Sorts:
         self._enum_values: dict[str, dict[str, Any]] = {}
         self._literals: dict[EntityUID, Any] = {}
         self._funcs: dict[Any, Any] = {}
+        self._enum_ids: dict[str, dict[int, str]] = {}
+        self._action_groups: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
         # z3's names are global: each schema's sorts get their own suffix.
         self.tag = f"#{next(_SORTS)}"
         ip = z3.Datatype("IPAddr" + self.tag)
@@ -155,6 +157,33 @@ class Sorts:
     def enum_values(self, name: str) -> dict[str, Any]:
         self.entity(name)
         return self._enum_values.get(name, {})
+
+    def enum_id(self, name: str, term: Any) -> str | None:
+        """The id of ``term`` when it is one of the values of the finite sort ``name``."""
+        by_ast = self._enum_ids.get(name)
+        if by_ast is None:
+            by_ast = self._enum_ids[name] = {
+                c.get_id(): i for i, c in self.enum_values(name).items()
+            }
+        return by_ast.get(term.get_id())
+
+    def action_groups(self, t: str, target: str) -> dict[str, frozenset[str]]:
+        """For each action of type ``t`` (declared, or named by a policy): the ids of type
+        ``target`` it is ``in``, itself included, by the schema's action hierarchy."""
+        key = (t, target)
+        found = self._action_groups.get(key)
+        if found is None:
+            declared = {uid.id: uid for uid in self.schema.actions if uid.type == t}
+            found = self._action_groups[key] = {
+                i: frozenset(
+                    [g.id for g in self.schema.action_ancestors(declared[i]) if g.type == target]
+                    if i in declared
+                    else []
+                )
+                | ({i} if t == target else set())
+                for i in self.enum_values(t)
+            }
+        return found
 
     def literal(self, uid: EntityUID) -> Any:
         """The constant of an entity literal (literals of one type are pairwise distinct)."""
@@ -591,22 +620,27 @@ class Encoder:
         return disj(z3, *parts)
 
     def action_in(self, v: Any, t: str, target: str, x: Any) -> Any:
-        """``v in x`` for actions: the schema's hierarchy, known exactly."""
+        """``v in x`` for actions: the schema's hierarchy, known exactly (and folded to a
+        constant where the environment fixes the action and ``x`` is a literal)."""
         z3 = self.z3
-        parts = []
-        values = self.sorts.enum_values(t)
-        for uid in self.schema.actions:
-            if uid.type != t:
-                continue
-            groups = [g for g in self.schema.action_ancestors(uid) if g.type == target]
-            if uid.type == target:
-                groups.append(uid)
-            if groups:
-                xs = [self.sorts.literal(g) for g in groups]
-                parts.append(
-                    conj(z3, same(z3, v, values[uid.id]), disj(z3, *[same(z3, x, g) for g in xs]))
-                )
-        return disj(z3, *parts)
+        sorts = self.sorts
+        values, targets = sorts.enum_values(t), sorts.enum_values(target)
+        groups = sorts.action_groups(t, target)
+        known_v, known_x = sorts.enum_id(t, v), sorts.enum_id(target, x)
+        if known_v is not None:
+            if known_x is not None:
+                return z3.BoolVal(known_x in groups[known_v])
+            return disj(z3, *[x == targets[g] for g in groups[known_v]])
+        if known_x is not None:
+            return disj(z3, *[v == values[u] for u, gs in groups.items() if known_x in gs])
+        return disj(
+            z3,
+            *[
+                conj(z3, v == values[u], disj(z3, *[x == targets[g] for g in gs]))
+                for u, gs in groups.items()
+                if gs
+            ],
+        )
 
     def _is(self, e: Is) -> Sym:
         z3 = self.z3
