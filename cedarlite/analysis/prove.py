@@ -45,6 +45,7 @@ from ..schema.types import (
     StringType,
 )
 from ..schema.validator import Validator, as_schema, policy_condition
+from ._regex import LazyPatterns, one_regex
 from ._smt import Encoder, Sorts, Sym, Unsupported, conj, neg, z3mod
 
 __all__ = ["PROPERTIES", "ProofCounterexample", "ProofResult", "prove"]
@@ -220,10 +221,7 @@ class _Prover:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 return self.result(None, f"not proved: timed out after {self.timeout:g} s")
-            solver = z3.Solver()
-            solver.set("timeout", max(1, int(left * 1000)))
-            solver.add(*background, query)
-            answer = solver.check()
+            answer, solver = self.check(background, query, left)
             if answer == z3.unsat:
                 return None
             if answer != z3.sat:
@@ -260,12 +258,23 @@ class _Prover:
             query = self.query(policies, included | {policy_id})
             if query is None:
                 return True
-            solver = z3.Solver()
-            solver.set("timeout", max(1, int(left / 2 * 1000)))
-            solver.add(*background, query)
-            if solver.check() == z3.unsat:
+            if self.check(background, query, left / 2)[0] == z3.unsat:
                 return True
         return False
+
+    def check(self, background: list[Any], query: Any, seconds: float) -> tuple[Any, Any]:
+        """The solver's answer on ``query``, and the solver (its model, or why it gave up),
+        the rules' long pattern lists added back lazily (:class:`LazyPatterns`)."""
+        z3 = self.z3
+        lazy = LazyPatterns(z3, query)
+        end = time.monotonic() + seconds
+        while True:
+            solver = z3.Solver()
+            solver.set("timeout", max(1, int((end - time.monotonic()) * 1000)))
+            solver.add(*background, lazy.formula())
+            answer = solver.check()
+            if answer != z3.sat or not lazy.refine(solver.model()):
+                return answer, solver
 
     # -- the query -------------------------------------------------------------------------
 
@@ -320,7 +329,7 @@ class _Prover:
             case _:  # GUARD_DISJOINT
                 q = z3.And(allow_a, z3.Not(err_a), allow_b)
         q = z3.simplify(q)
-        return None if z3.is_false(q) else q
+        return None if z3.is_false(q) else one_regex(z3, q)
 
     # -- counterexamples -------------------------------------------------------------------
 
