@@ -106,6 +106,13 @@ EXEC_ATTEMPTS = [
     # The same files as the path rules (`Read /etc/passwd` is denied, so is this).
     "cat /etc/passwd",
     "grep root /etc/group",
+    # Dotenv files by another name, as `read` denies them: bypasses that `tools prove` found
+    # for the promise "no command names a secret file" (#27).
+    "tail ~~/pip/pip.env",
+    "tail i.env ",
+    "cat config/production.env",
+    "head -n 5 prod.env README.md",
+    "grep KEY prod.env",
 ]
 
 

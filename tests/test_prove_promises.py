@@ -3,50 +3,50 @@ bypass that the guard itself confirms."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from cedarlite import PolicySet
 from cedarlite.analysis.promises import prove_promises
 
 ROOT = Path(__file__).resolve().parent.parent
-RULES = ["cedarlite:paths", "cedarlite:exec-commands"]
 PROMISES = ROOT / "policies" / "promises.cedar"
-# Seconds of solver time per promise. The default run keeps the suite short (the command
-# promise times out at any budget tried, the secret-read ones need about 25 s on an idle
-# machine); `CEDARLITE_PROVE_TIMEOUT=60 pytest tests/test_prove_promises.py` gives them room.
-PROMISE_TIMEOUT = os.environ.get("CEDARLITE_PROVE_TIMEOUT", "20")
 
 
 def test_the_shipped_promises() -> None:
-    # The command of docs/proofs.md: each promise is proved, or its bypass printed (a call the
-    # guard itself allows), or it answers unknown for a stated reason.
+    # The command of docs/proofs.md: every promise is proved (about a second each, against a
+    # 30 s budget). A broken one prints its bypass, a call the guard itself allows.
     argv = ["tools", "prove", "cedarlite:coding-agent", "--rules", "cedarlite:paths",
-            "--rules", "cedarlite:exec-commands", "--never", "cedarlite:promises",
-            "--timeout", PROMISE_TIMEOUT]  # fmt: skip
+            "--rules", "cedarlite:exec-commands", "--never", "cedarlite:promises"]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=600
     )
-    print(proc.stdout)
     lines = {
         line.split()[1].rstrip(":"): line for line in proc.stdout.splitlines() if line[:1] != " "
     }
     assert set(lines) == {p.annotations["id"] for p in PolicySet.from_file(PROMISES)}
-    assert lines["promise.writes-in-workspace"].startswith("proved")
-    # The secret patterns are many `like`s on one argument: proved in about 20 s of solver time
-    # here, or a timeout on a loaded machine; never a wrong answer (a bypass is re-decided by
-    # the guard before it is printed).
-    names = ("promise.no-secret-read", "promise.no-secret-read.resolved")
-    for name in (*names, "promise.no-secret-in-command"):
-        line = lines[name]
-        assert line.startswith(("proved", "BYPASS", "unknown")), line
-        if line.startswith("unknown"):
-            assert "timed out" in line, line
-    assert proc.returncode == (
-        1 if "BYPASS" in proc.stdout else 3 if "unknown" in proc.stdout else 0
+    assert all(line.startswith("proved") for line in lines.values()), proc.stdout
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_command_promise_finds_the_bypass_the_rules_had() -> None:
+    # exec-commands.cedar before #27 let `tail x.env` through (dotenv files not named `.env*`);
+    # the solver finds such a call, and the guard confirms it before it is printed.
+    old = (ROOT / "policies" / "exec-commands.cedar").read_text(encoding="utf-8")
+    fixed = '  resource.command like "*.env" ||\n'
+    assert fixed in old
+    never = PolicySet.from_str(
+        '@id("no-dotenv") permit (principal, action == Action::"exec", resource) '
+        'when { resource.command like "*.env" };'
     )
+    with tempfile.TemporaryDirectory() as tmp:
+        rules = Path(tmp) / "exec-commands.cedar"
+        rules.write_text(old.replace(fixed, ""), encoding="utf-8")
+        [promise] = prove_promises("cedarlite:coding-agent", [str(rules)], never)
+    assert promise.result.holds is False and promise.call is not None
+    assert promise.call["params"]["command"].endswith(".env")
 
 
 def test_a_bypass_is_a_call_the_guard_allows(tmp_path: Path) -> None:
