@@ -14,7 +14,8 @@ only where ``err`` is false). The encoding follows the shape of Cedar's SymCC:
   hierarchy is the schema's, known exactly;
 * Long, decimal, datetime and duration are 64-bit bitvectors (arithmetic overflow is an error);
   ipaddr a datatype (IPv6?, address, prefix); strings are SMT strings and ``like`` a regular
-  expression; sets are arrays to Bool; records are their attributes, each with its presence.
+  expression; sets are arrays to Bool; records are their attributes, each with its presence
+  (a record that is one value, a set's element or a tag's value, is a datatype).
 
 What is not encoded raises :class:`Unsupported` naming the construct; the caller answers
 ``None`` with it, never a guess.
@@ -105,6 +106,16 @@ class Sym:
     err: Any
 
 
+@dataclass(frozen=True)
+class PackedRecord:
+    """A record type as one z3 datatype (see :meth:`Sorts.record`)."""
+
+    sort: Any
+    make: Any
+    fields: dict[str, Any]  # the accessor of each attribute
+    options: dict[str, Any]  # the option datatype of each optional attribute
+
+
 class Sorts:
     """The z3 sorts and uninterpreted functions of one schema (shared by its environments)."""
 
@@ -120,6 +131,8 @@ class Sorts:
         self._literals: dict[EntityUID, Any] = {}
         self._funcs: dict[Any, Any] = {}
         self._enum_ids: dict[str, dict[int, str]] = {}
+        self._records: dict[RecordType, PackedRecord] = {}
+        self._options: dict[int, Any] = {}
         self._action_groups: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
         # z3's names are global: each schema's sorts get their own suffix.
         self.tag = f"#{next(_SORTS)}"
@@ -224,7 +237,45 @@ class Sorts:
                 return self.bv
             case SetType(element=element):
                 return z3.SetSort(self.sort_of(element))
+            case RecordType():
+                return self.record(ty).sort
         raise Unsupported(f"a value of type `{ty}` inside a set, a tag or an entity's ancestors")
+
+    def record(self, ty: RecordType) -> PackedRecord:
+        """The datatype of ``ty``'s values where a record is one value (a set's element, a
+        tag's value): one field per attribute, an optional one wrapped in an option (absent
+        is ``none``, so that equal records are equal terms)."""
+        found = self._records.get(ty)
+        if found is not None:
+            return found
+        if ty.open:
+            raise Unsupported("an open record type (`additionalAttributes`)")
+        z3 = self.z3
+        names = sorted(ty.attributes)
+        fields, options = [], {}
+        for name in names:
+            a = ty.attributes[name]
+            sort = self.sort_of(a.type)
+            if not a.required:
+                options[name] = self.option(sort)
+                sort = options[name]
+            fields.append((name, sort))
+        dt = z3.Datatype(f"Record{len(self._records)}{self.tag}")
+        dt.declare("record", *fields)
+        sort = dt.create()
+        accessors = {name: sort.accessor(0, i) for i, name in enumerate(names)}
+        found = self._records[ty] = PackedRecord(sort, sort.constructor(0), accessors, options)
+        return found
+
+    def option(self, sort: Any) -> Any:
+        """``none | some(val)`` over ``sort``."""
+        found = self._options.get(sort.get_id())
+        if found is None:
+            dt = self.z3.Datatype(f"Option{len(self._options)}{self.tag}")
+            dt.declare("none")
+            dt.declare("some", ("val", sort))
+            found = self._options[sort.get_id()] = dt.create()
+        return found
 
     def func(self, key: tuple[Any, ...], domain: Any, rng: Any) -> Any:
         """The uninterpreted function named by ``key`` (made once)."""
@@ -381,6 +432,44 @@ class Encoder:
     def note_entity(self, sym: Sym) -> None:
         if isinstance(sym.ty, EntityType) and not self.sorts.is_finite(sym.ty.name):
             self.entity_terms.setdefault(sym.ty.name, {})[str(sym.v)] = sym.v
+
+    # -- records as one value ------------------------------------------------------------------
+
+    def packed(self, sym: Sym) -> Any:
+        """``sym``'s value as one term: a record packed into its datatype."""
+        if not isinstance(sym.ty, RecordType):
+            return sym.v
+        z3 = self.z3
+        rs = self.sorts.record(sym.ty)
+        args = []
+        for name in sorted(sym.ty.attributes):
+            present, field = sym.v[name]
+            value = self.packed(field)
+            if sym.ty.attributes[name].required:
+                args.append(value)
+            else:
+                opt = rs.options[name]
+                args.append(z3.If(present, opt.some(value), opt.none))
+        return rs.make(*args)
+
+    def unpack(self, term: Any, ty: RecordType) -> Sym:
+        """A packed record as its attributes (the form every other record has)."""
+        rs = self.sorts.record(ty)
+        fields = {}
+        for name, a in ty.attributes.items():
+            x = rs.fields[name](term)
+            present = self.true
+            if not a.required:
+                opt = rs.options[name]
+                present, x = opt.is_some(x), opt.val(x)
+            if isinstance(a.type, RecordType):
+                fields[name] = (present, self.unpack(x, a.type))
+            else:
+                value = Sym(a.type, x, self.false)
+                self.well_formed(value)
+                self.note_entity(value)
+                fields[name] = (present, value)
+        return Sym(ty, fields, self.false)
 
     # -- policies ------------------------------------------------------------------------------
 
@@ -731,8 +820,9 @@ class Encoder:
         sort = self.sorts.sort_of(ty)
         v = z3.EmptySet(sort)
         for it in items:
-            v = z3.SetAdd(v, it.v)
-            self.set_terms.setdefault(str(sort), []).append(it.v)
+            x = self.packed(it)
+            v = z3.SetAdd(v, x)
+            self.set_terms.setdefault(str(sort), []).append(x)
         return Sym(SetType(ty), v, disj(z3, *[it.err for it in items]))
 
     def _record(self, e: RecordLit) -> Sym:
@@ -761,8 +851,9 @@ class Encoder:
             if name == "contains":
                 if _join(recv.ty.element, arg.ty) != recv.ty.element:
                     raise Unsupported(f"`contains` of `{arg.ty}` in `{recv.ty}`")
-                self.set_terms.setdefault(str(arg.v.sort()), []).append(arg.v)
-                return Sym(BOOL, z3.IsMember(arg.v, recv.v), err)
+                x = self.packed(arg)
+                self.set_terms.setdefault(str(x.sort()), []).append(x)
+                return Sym(BOOL, z3.IsMember(x, recv.v), err)
             if arg.ty != recv.ty:
                 raise Unsupported(f"`{name}` between `{recv.ty}` and `{arg.ty}`")
             if name == "containsAll":
@@ -798,9 +889,13 @@ class Encoder:
         values = sorts.func(
             ("tag-values", t), domain, z3.ArraySort(sorts.string, sorts.sort_of(tag_type))
         )(owner.v)
-        value = Sym(tag_type, z3.Select(values, key.v), self.false)
-        self.well_formed(value)
-        self.note_entity(value)
+        selected = z3.Select(values, key.v)
+        if isinstance(tag_type, RecordType):
+            value = self.unpack(selected, tag_type)
+        else:
+            value = Sym(tag_type, selected, self.false)
+            self.well_formed(value)
+            self.note_entity(value)
         return Sym(tag_type, value.v, z3.Or(err, z3.Not(present)))
 
     # -- extension types -----------------------------------------------------------------------

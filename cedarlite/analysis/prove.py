@@ -29,7 +29,7 @@ from typing import Any
 from ..authorizer import Decision, Response, is_authorized
 from ..data.entities import Entities
 from ..data.ext import Datetime, Decimal, Duration, IPAddr
-from ..data.values import CedarSet, EntityUID, to_json_value
+from ..data.values import CedarSet, EntityUID, Record, to_json_value
 from ..errors import CedarliteError
 from ..lang.ast import Effect, Lit, Policy, is_action_type, walk
 from ..policyset import PolicySet
@@ -486,7 +486,20 @@ class _Extractor:
                 )
             case SetType(element=element):
                 return CedarSet(self.value(element, x) for x in self.members(element, v))
+            case RecordType():
+                return self.record_value(self.enc.unpack(v, ty))
         raise Unsupported(f"a value of type `{ty}`")
+
+    def record_value(self, sym: Sym) -> Record:
+        """A record (its attributes as a dict of ``(present, Sym)``) as a Cedar value."""
+        out = {}
+        for name, (present, field) in sym.v.items():
+            if self.z3.is_true(self.eval(present)):
+                if isinstance(field.ty, RecordType):
+                    out[name] = self.record_value(field)
+                else:
+                    out[name] = self.value(field.ty, field.v)
+        return Record(out)
 
     def string(self, v: Any) -> str:
         z3 = self.z3
@@ -510,8 +523,11 @@ class _Extractor:
             v = v.arg(0)
         if not (z3.is_const_array(v) and z3.is_false(v.arg(0))):
             # The model's set is not finite: keep the members among the terms the policies
-            # test (the re-evaluation says whether that is enough).
-            out = [self.eval(t) for t in self.enc.set_terms.get(str(full.sort().domain()), [])]
+            # test, and the sort's first value (the same for every such set, so that sets
+            # the model makes equal stay equal); the re-evaluation says whether that is enough.
+            domain = full.sort().domain()
+            out = [self.eval(t) for t in self.enc.set_terms.get(str(domain), [])]
+            out.append(self.eval(z3.FreshConst(domain)))
         return [x for x in out if z3.is_true(self.eval(z3.IsMember(x, full)))]
 
     def record(self, sym: Sym) -> dict[str, Any]:
@@ -524,7 +540,7 @@ class _Extractor:
 
     def json(self, sym: Sym) -> Any:
         if isinstance(sym.ty, RecordType):
-            return self.record(sym)
+            return self.record(sym if isinstance(sym.v, dict) else self.enc.unpack(sym.v, sym.ty))
         return to_json_value(self.value(sym.ty, sym.v))
 
     def run(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
