@@ -375,11 +375,7 @@ class Encoder:
         """A fresh value of type ``ty`` (a context attribute)."""
         if isinstance(ty, RecordType):
             return self.free_record(ty, name)
-        const = self.z3.Const(".".join(name), self.sorts.sort_of(ty))
-        sym = Sym(ty, const, self.false)
-        self.well_formed(sym)
-        self.note_entity(sym)
-        return sym
+        return self.value(ty, self.z3.Const(".".join(name), self.sorts.sort_of(ty)))
 
     def free_record(self, ty: RecordType, name: tuple[str, ...]) -> Sym:
         if ty.open:
@@ -409,16 +405,20 @@ class Encoder:
                 for attr, a in ty.attributes.items()
             }
             return present, Sym(ty, fields, self.false)
-        value = sorts.func((name, *path), domain, sorts.sort_of(ty))(owner.v)
-        sym = Sym(ty, value, self.false)
-        self.well_formed(sym)
-        self.note_entity(sym)
-        return present, sym
+        return present, self.value(
+            ty, sorts.func((name, *path), domain, sorts.sort_of(ty))(owner.v)
+        )
 
-    def well_formed(self, sym: Sym) -> None:
-        """Constraints every value of an ipaddr type meets."""
-        if sym.ty == IPADDR:
-            self.assumptions.append(self.ip_ok(sym.v))
+    def value(self, ty: CedarType, term: Any) -> Sym:
+        """The value of type ``ty`` that ``term`` holds (a record: its datatype, unpacked),
+        with the constraints every ipaddr meets, and its entity terms noted."""
+        if isinstance(ty, RecordType):
+            return self.unpack(term, ty)
+        if ty == IPADDR:
+            self.assumptions.append(self.ip_ok(term))
+        sym = Sym(ty, term, self.false)
+        self.note_entity(sym)
+        return sym
 
     def ip_ok(self, v: Any) -> Any:
         z3, ip = self.z3, self.sorts.ip
@@ -462,13 +462,7 @@ class Encoder:
             if not a.required:
                 opt = rs.options[name]
                 present, x = opt.is_some(x), opt.val(x)
-            if isinstance(a.type, RecordType):
-                fields[name] = (present, self.unpack(x, a.type))
-            else:
-                value = Sym(a.type, x, self.false)
-                self.well_formed(value)
-                self.note_entity(value)
-                fields[name] = (present, value)
+            fields[name] = (present, self.value(a.type, x))
         return Sym(ty, fields, self.false)
 
     # -- policies ------------------------------------------------------------------------------
@@ -889,13 +883,7 @@ class Encoder:
         values = sorts.func(
             ("tag-values", t), domain, z3.ArraySort(sorts.string, sorts.sort_of(tag_type))
         )(owner.v)
-        selected = z3.Select(values, key.v)
-        if isinstance(tag_type, RecordType):
-            value = self.unpack(selected, tag_type)
-        else:
-            value = Sym(tag_type, selected, self.false)
-            self.well_formed(value)
-            self.note_entity(value)
+        value = self.value(tag_type, z3.Select(values, key.v))
         return Sym(tag_type, value.v, z3.Or(err, z3.Not(present)))
 
     # -- extension types -----------------------------------------------------------------------
