@@ -78,13 +78,13 @@ def solve(f: object) -> tuple[object, object]:
     return solver.check(), solver
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=settings.default.max_examples)
 @given(formulas(S, T))
 def test_merging_is_an_equivalence(f: object) -> None:
     assert truth_table(one_regex(z3, f)) == truth_table(f)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=settings.default.max_examples)
 @given(formulas(S, T))
 def test_the_lazy_formula_answers_as_the_whole_one(f: object) -> None:
     merged = one_regex(z3, f)
@@ -129,7 +129,7 @@ def like(pattern: list[str | None]) -> str:
     return '"' + "".join("*" if p is None else p for p in pattern) + '"'
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=settings.default.max_examples // 2)
 @given(pieces, st.lists(pieces, min_size=4, max_size=10))
 def test_proofs_over_like_lists_meet_no_short_string(allow: list, deny: list[list]) -> None:
     # The shape of the shipped rules: a permit, and a forbid with a long `like` list. A proof
