@@ -94,7 +94,7 @@ class SQLiteSessionStore:
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
             try:
-                conn.execute("PRAGMA journal_mode=WAL")
+                self._wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
                 for statement in _SCHEMA:
                     conn.execute(statement)
@@ -103,6 +103,23 @@ class SQLiteSessionStore:
                 raise
             self._conn = conn
         return self._conn
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL, waiting up to ``timeout`` for other processes: on a new file,
+        SQLite answers "database is locked" at once to a second process switching it at the
+        same moment (its busy handler is not called there), which several hooks starting
+        together hit."""
+        import sqlite3  # lazy on purpose: as in _connection
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
 
     @contextmanager
     def _readable(self) -> Iterator[None]:
