@@ -110,6 +110,11 @@ def test_only_unions_to_avoid_are_left_out() -> None:
         z3, z3.InRe(S, z3.Intersect(regex(["a", None]), z3.Complement(union)))
     )
     assert len(complement.tests) == 1
+    # An intersection to match is the same list, negated member by member.
+    each = z3.Intersect(*[z3.Complement(regex([None, w, None])) for w in ("a", "b", "ab", "..")])
+    lazy = LazyPatterns(z3, z3.InRe(S, each))
+    assert len(lazy.tests) == 1
+    assert lazy.formula().eq(z3.InRe(S, z3.Full(each.sort())))
     # A test that occurs both ways, or under another operator, is kept whole.
     both = z3.And(z3.InRe(S, union), z3.Or(z3.Not(z3.InRe(S, union)), T == "a"))
     assert not LazyPatterns(z3, both).tests

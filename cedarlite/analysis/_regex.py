@@ -7,10 +7,11 @@ that from a timeout at any budget into a proof in a second or so:
   into one membership in a regular expression (intersection, union, complement). As separate
   atoms they leave z3's string solver to case-split over them; one regular expression is one
   automaton that its derivatives explore.
-* :class:`LazyPatterns` leaves out, at first, the patterns of the long unions a request must
-  *avoid* (a forbid's list, negated), and adds back those a candidate model matches. With
-  fewer patterns to avoid the formula is weaker: its ``unsat`` is a proof of the whole, and a
-  model that matches none of the left-out patterns is a model of the whole.
+* :class:`LazyPatterns` leaves out, at first, the patterns a request must *avoid* (a forbid's
+  list, negated: a union to stay out of, or an intersection of complements), and adds back
+  those a candidate model matches. With fewer patterns to avoid the formula is weaker: its
+  ``unsat`` is a proof of the whole, and a model that matches none of the left-out patterns
+  is a model of the whole.
 
 Both are exact: the merged formula is equivalent to the original, test for test, and the
 lazy one reaches the original at worst (every pattern added back).
@@ -91,13 +92,16 @@ def _membership(z3: Any, e: Any) -> tuple[Any, Any] | None:
 
 
 class LazyPatterns:
-    """``formula`` (from :func:`one_regex`) with its unions of patterns to avoid left out at
-    first, grown from candidate models (:meth:`refine`) until a model needs none of the rest.
+    """``formula`` (from :func:`one_regex`) with the members of its long intersections and
+    unions left out at first, and added back from candidate models (:meth:`refine`) until a
+    model needs none of the rest.
 
-    A union is "to avoid" where membership in it makes the formula false: under a negative
-    polarity (a ``not``, or a ``re.complement``, counted together). Only membership tests
-    that occur with one polarity are relaxed; a union of fewer than :data:`SMALL` patterns is
-    kept whole (a round of the solver costs more than it saves).
+    Leaving a member out makes the formula weaker where the membership test is positive and
+    the regex an intersection (a forbid's list of patterns, negated and merged: the request
+    must avoid each), or the test negative and the regex a union (polarities counted through
+    ``not`` and ``re.complement``). Only tests that occur with one polarity are relaxed, and
+    only groups of :data:`SMALL` members or more (a round of the solver costs more than a
+    short group saves); a member added back is relaxed in turn.
     """
 
     SMALL = 4
@@ -105,38 +109,41 @@ class LazyPatterns:
     def __init__(self, z3: Any, formula: Any) -> None:
         self.z3 = z3
         self.whole = formula
-        #: Per relaxed membership test: (test, term, the z3 ids of its lazy unions).
-        self.tests: list[tuple[Any, Any, set[int]]] = []
-        #: Per (test, lazy union) id: the union's patterns and the indices added back so far.
-        self.unions: dict[tuple[int, int], tuple[list[Any], set[int]]] = {}
+        #: The relaxed membership tests: (test, term, positive).
+        self.tests: list[tuple[Any, Any, bool]] = []
+        #: Per (test, regex node) z3 ids: the node's members, those added back, and whether
+        #: it is a union (else an intersection).
+        self.groups: dict[tuple[int, int], tuple[list[Any], set[int], bool]] = {}
         for test, positive in _polar_tests(z3, formula):
-            lazy: dict[int, Any] = {}
-            whole: set[int] = set()
-            self._find(test.arg(1), positive, lazy, whole)
-            lazy = {k: r for k, r in lazy.items() if k not in whole}
-            if lazy:
-                self.tests.append((test, test.arg(0), set(lazy)))
-                for k, r in lazy.items():
-                    self.unions[test.get_id(), k] = (_union_members(z3, r), set())
+            nodes: dict[int, tuple[Any, list[Any], set[bool]]] = {}
+            self._polarities(test.arg(1), positive, nodes)
+            found = False
+            for key, (node, members, polarities) in nodes.items():
+                union = z3.is_app_of(node, z3.Z3_OP_RE_UNION)
+                if polarities == {not union} and len(members) >= self.SMALL:
+                    self.groups[test.get_id(), key] = (members, set(), union)
+                    found = True
+            if found:
+                self.tests.append((test, test.arg(0), positive))
 
-    def _find(self, r: Any, positive: bool, lazy: dict[int, Any], whole: set[int]) -> None:
-        """The unions to avoid in the regex ``r`` (``lazy``), and those kept whole."""
+    def _polarities(
+        self, r: Any, positive: bool, out: dict[int, tuple[Any, list[Any], set[bool]]]
+    ) -> None:
+        """Each intersection and union in the regex ``r`` (z3 nests them two by two: a chain
+        of one operator is one, with its members), with the polarities it occurs in."""
         z3 = self.z3
         if z3.is_app_of(r, z3.Z3_OP_RE_COMPLEMENT):
-            self._find(r.arg(0), not positive, lazy, whole)
-        elif z3.is_app_of(r, z3.Z3_OP_RE_INTERSECT):
-            for k in r.children():
-                self._find(k, positive, lazy, whole)
-        elif z3.is_app_of(r, z3.Z3_OP_RE_UNION):
-            if positive or len(_union_members(z3, r)) < self.SMALL:
-                whole.add(r.get_id())
-                for k in r.children():
-                    self._find(k, positive, lazy, whole)
-            else:
-                lazy[r.get_id()] = r
+            self._polarities(r.arg(0), not positive, out)
+        elif _is_group(z3, r):
+            entry = out.get(r.get_id())
+            if entry is None:
+                entry = out[r.get_id()] = (r, _members(z3, r), set())
+            entry[2].add(positive)
+            for k in entry[1]:
+                self._polarities(k, positive, out)
 
     def formula(self) -> Any:
-        """The formula with only the patterns added back so far in each lazy union."""
+        """The formula with only the members added back so far in each group."""
         if not self.tests:
             return self.whole
         z3 = self.z3
@@ -148,13 +155,13 @@ class LazyPatterns:
 
     def _rebuild(self, test: int, r: Any) -> Any:
         z3 = self.z3
-        found = self.unions.get((test, r.get_id()))
-        if found is not None:
-            patterns, kept = found
-            chosen = [patterns[i] for i in sorted(kept)]
+        group = self.groups.get((test, r.get_id()))
+        if group is not None:
+            members, kept, union = group
+            chosen = [self._rebuild(test, m) for i, m in enumerate(members) if i in kept]
             if not chosen:
-                return z3.Empty(r.sort())
-            return chosen[0] if len(chosen) == 1 else z3.Union(*chosen)
+                return z3.Empty(r.sort()) if union else z3.Full(r.sort())
+            return chosen[0] if len(chosen) == 1 else (z3.Union if union else z3.Intersect)(*chosen)
         for op, make in (
             (z3.Z3_OP_RE_COMPLEMENT, z3.Complement),
             (z3.Z3_OP_RE_INTERSECT, z3.Intersect),
@@ -165,28 +172,58 @@ class LazyPatterns:
         return r
 
     def refine(self, model: Any) -> bool:
-        """Add back the left-out patterns that ``model``'s strings match; ``False`` when there
-        are none (``model`` is then a model of the whole formula)."""
+        """Add back the members that ``model``'s strings need (in a union: those they match;
+        in an intersection: those they do not); ``False`` when none is left out that matters
+        (``model`` is then a model of the whole formula)."""
         z3 = self.z3
         grew = False
-        for test, term, lazy in self.tests:
+        for test, term, positive in self.tests:
             value = model.eval(term, model_completion=True)
-            for key in lazy:
-                patterns, kept = self.unions[test.get_id(), key]
-                for i, pattern in enumerate(patterns):
-                    # Not decided false counts as a match: adding back is always sound.
-                    if i not in kept and not z3.is_false(z3.simplify(z3.InRe(value, pattern))):
-                        kept.add(i)
-                        grew = True
+            grew |= self._refine(test.get_id(), test.arg(1), value, positive)
+        if not grew and not z3.is_true(model.eval(self.whole, model_completion=True)):
+            # Not expected (each difference is a member left out); the whole formula then.
+            for members, kept, _ in self.groups.values():
+                if len(kept) < len(members):
+                    kept.update(range(len(members)))
+                    grew = True
+        return grew
+
+    def _refine(self, test: int, r: Any, value: Any, positive: bool) -> bool:
+        z3 = self.z3
+        group = self.groups.get((test, r.get_id()))
+        if group is not None:
+            members, kept, union = group
+            grew = False
+            for i, m in enumerate(members):
+                if i not in kept:
+                    inside = z3.simplify(z3.InRe(value, m))
+                    # Not decided counts as needed: adding back is always sound.
+                    if z3.is_false(inside) if union else z3.is_true(inside):
+                        continue
+                    kept.add(i)
+                    grew = True
+                grew |= self._refine(test, m, value, positive)
+            return grew
+        if z3.is_app_of(r, z3.Z3_OP_RE_COMPLEMENT):
+            return self._refine(test, r.arg(0), value, not positive)
+        grew = False
+        if _is_group(z3, r):
+            for k in _members(z3, r):
+                grew |= self._refine(test, k, value, positive)
         return grew
 
 
-def _union_members(z3: Any, r: Any) -> list[Any]:
-    """The members of a (possibly nested) ``re.union``."""
+def _is_group(z3: Any, r: Any) -> bool:
+    return z3.is_app_of(r, z3.Z3_OP_RE_INTERSECT) or z3.is_app_of(r, z3.Z3_OP_RE_UNION)
+
+
+def _members(z3: Any, r: Any) -> list[Any]:
+    """The members of the chain of ``r``'s operator (intersection or union) that ``r`` heads."""
+    kind = r.decl().kind()
     out, stack = [], [r]
     while stack:
         x = stack.pop()
-        if z3.is_app_of(x, z3.Z3_OP_RE_UNION):
+        if z3.is_app_of(x, kind):
             stack.extend(reversed(x.children()))
         else:
             out.append(x)

@@ -321,6 +321,23 @@ def _is_value(z3: Any, x: Any) -> bool:
     return z3.is_const(x) and x.decl().kind() != z3.Z3_OP_UNINTERPRETED
 
 
+def given(z3: Any, cond: Any, value: bool, f: Any) -> Any:
+    """``f`` where ``cond`` is ``value``: the error condition of the right of ``&&``, ``||``
+    or a branch of ``if``, which only counts there. ``has x && x.a like ...`` then errs
+    nowhere (the access is guarded) instead of carrying every test of ``x.a`` into its error
+    condition, where the solver would meet them again with the other polarity."""
+    if z3.is_false(f) or z3.is_true(f):
+        return f
+    joined = z3.is_and(cond) if value else z3.is_or(cond)
+    pairs = []
+    for atom in cond.children() if joined else [cond]:
+        if z3.is_not(atom):
+            pairs.append((atom.arg(0), z3.BoolVal(not value)))
+        elif not (z3.is_true(atom) or z3.is_false(atom)):
+            pairs.append((atom, z3.BoolVal(value)))
+    return z3.simplify(z3.substitute(f, *pairs)) if pairs else f
+
+
 def neg(z3: Any, p: Any) -> Any:
     if z3.is_true(p):
         return z3.BoolVal(False)
@@ -545,7 +562,7 @@ class Encoder:
             if z3.is_false(v) and z3.is_false(err):
                 break  # never evaluated (the validator does not type it either)
             right = self._bool(operand)
-            err = disj(z3, err, conj(z3, v, right.err))
+            err = disj(z3, err, conj(z3, v, given(z3, v, True, right.err)))
             v = conj(z3, v, right.v)
         return Sym(BOOL, v, err)
 
@@ -557,7 +574,7 @@ class Encoder:
             if z3.is_true(v) and z3.is_false(err):
                 break
             right = self._bool(operand)
-            err = disj(z3, err, conj(z3, neg(z3, v), right.err))
+            err = disj(z3, err, conj(z3, neg(z3, v), given(z3, v, False, right.err)))
             v = disj(z3, v, right.v)
         return Sym(BOOL, v, err)
 
@@ -570,7 +587,12 @@ class Encoder:
             return self.expr(e.else_)
         t, f = self.expr(e.then_), self.expr(e.else_)
         ty = _join(t.ty, f.ty)
-        err = disj(z3, c.err, conj(z3, c.v, t.err), conj(z3, neg(z3, c.v), f.err))
+        err = disj(
+            z3,
+            c.err,
+            conj(z3, c.v, given(z3, c.v, True, t.err)),
+            conj(z3, neg(z3, c.v), given(z3, c.v, False, f.err)),
+        )
         return Sym(ty, self.ite(c.v, t, f, ty), err)
 
     def ite(self, c: Any, t: Sym, f: Sym, ty: CedarType) -> Any:
