@@ -77,10 +77,16 @@ def bench_sizes(sizes: list[int], rounds: int, schema: Schema) -> None:
 
 
 def bench_promises(rounds: int) -> None:
+    import json
+
     from cedarlite.analysis.promises import prove_promises
+    from cedarlite.shipped import resolve
+    from cedarlite.tools import ToolPolicy
 
     never = PolicySet.from_file(HERE.parent / "policies" / "promises.cedar")
-    rules = ["cedarlite:paths", "cedarlite:exec-commands"]
+    example = json.loads((HERE.parent / "examples" / "coding-agent.json").read_text("utf-8"))
+    policy = ToolPolicy(example["config"], example["tools"])
+    rules = [resolve("cedarlite:paths"), resolve("cedarlite:exec-commands")]
     print(f"the shipped rules' promises (coding-agent example; median of {rounds} rounds)")
     samples: dict[str, list[float]] = {}
     answers: dict[str, object] = {}
@@ -88,7 +94,7 @@ def bench_promises(rounds: int) -> None:
         for p in never.active:
             one = PolicySet([p])
             start = time.perf_counter()
-            [promise] = prove_promises("cedarlite:coding-agent", rules, one, timeout=60)
+            [promise] = prove_promises(policy, rules, one, timeout=60)
             samples.setdefault(promise.name, []).append(time.perf_counter() - start)
             answers[promise.name] = promise.result.holds
     for name, times in samples.items():

@@ -3,6 +3,7 @@ bypass that the guard itself confirms."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -10,9 +11,12 @@ from pathlib import Path
 
 from cedarlite import PolicySet
 from cedarlite.analysis.promises import prove_promises
+from cedarlite.tools import ToolPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMISES = ROOT / "policies" / "promises.cedar"
+EXAMPLE = json.loads((ROOT / "examples" / "coding-agent.json").read_text(encoding="utf-8"))
+CODING_AGENT = ToolPolicy(EXAMPLE["config"], EXAMPLE["tools"])
 
 
 def test_the_shipped_promises() -> None:
@@ -44,7 +48,7 @@ def test_the_command_promise_finds_the_bypass_the_rules_had() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rules = Path(tmp) / "exec-commands.cedar"
         rules.write_text(old.replace(fixed, ""), encoding="utf-8")
-        [promise] = prove_promises("cedarlite:coding-agent", [str(rules)], never)
+        [promise] = prove_promises(CODING_AGENT, [str(rules)], never)
     assert promise.result.holds is False and promise.call is not None
     assert promise.call["params"]["command"].endswith(".env")
 
@@ -62,7 +66,7 @@ def test_a_bypass_is_a_call_the_guard_allows(tmp_path: Path) -> None:
         '@id("no-ssh-read") permit (principal, action == Action::"read", resource) '
         'when { resource.path like "*.ssh/*" };'
     )
-    found = {p.name: p for p in prove_promises("cedarlite:coding-agent", [str(rules)], never)}
+    found = {p.name: p for p in prove_promises(CODING_AGENT, [str(rules)], never)}
     pem = found["no-pem"]
     assert pem.result.holds is False and pem.call is not None
     assert pem.call["tool"] == "read" and pem.call["params"]["path"].endswith(".pem")
@@ -92,3 +96,48 @@ def test_the_cli(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "BYPASS   no-key: the guard allows" in proc.stdout
     assert "tool read" in proc.stdout and ".key" in proc.stdout
+
+
+CLAUDE_CODE = ["tools", "prove", str(ROOT / "examples" / "claude-code" / "cedarlite.json"),
+               "--host", "claude-code"]  # fmt: skip
+
+
+def test_the_shipped_promises_hold_for_claude_code() -> None:
+    # The Claude Code example's guard: Claude Code's built-ins (Bash, Read, PowerShell...) as
+    # its hook maps them, the file's tools and the MCP tools its rules name.
+    argv = [*CLAUDE_CODE, "--rules", "cedarlite:paths", "--rules", "cedarlite:exec-commands",
+            "--rules", str(ROOT / "examples" / "claude-code" / "rules.cedar"),
+            "--never", "cedarlite:promises"]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("proved ") == len(PolicySet.from_file(PROMISES).active)
+
+
+def test_a_claude_code_bypass_names_the_host_tool(tmp_path: Path) -> None:
+    rules = tmp_path / "weak.cedar"
+    rules.write_text('@id("none") forbid (principal, action, resource) when { false };')
+    never = tmp_path / "never.cedar"
+    never.write_text(
+        '@id("no-key") permit (principal, action, resource) '
+        'when { resource has path && resource.path like "*.key" };'
+    )
+    argv = [*CLAUDE_CODE, "--rules", str(rules), "--never", str(never)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "BYPASS   no-key: the guard allows" in proc.stdout
+    assert 'as Claude Code calls it: Read {"file_path": "' in proc.stdout, proc.stdout
+
+
+def test_a_configuration_mistake_is_located(tmp_path: Path) -> None:
+    config = tmp_path / "cedarlite.json"
+    config.write_text('{"config": {"tools": {"profile": "codng"}}}')
+    argv = ["tools", "prove", str(config), "--never", "cedarlite:promises"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 3
+    assert "cedarlite.json:1:" in proc.stderr and "Traceback" not in proc.stderr

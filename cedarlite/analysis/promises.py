@@ -9,15 +9,17 @@ concrete tool call, decided by the guard itself before it is reported.
 
 from __future__ import annotations
 
-import json
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CedarliteError
 from ..policyset import PolicySet
 from ._smt import Unsupported
 from .prove import GUARD_DISJOINT, ProofResult, prove
+
+if TYPE_CHECKING:
+    from ..tools import ToolPolicy
 
 __all__ = ["Promise", "prove_promises"]
 
@@ -32,27 +34,19 @@ class Promise:
 
 
 def prove_promises(
-    scenario: str | os.PathLike[str],
-    rules: list[str],
+    policy: ToolPolicy,
+    rules: Any,
     never: PolicySet,
     *,
     timeout: float = 30.0,
+    context: Mapping[str, Any] | None = None,
 ) -> list[Promise]:
-    """Prove each permit of ``never`` disjoint from the guard's policies for ``scenario`` (a
-    scenario or configuration file, or ``cedarlite:NAME``) with ``rules``."""
-    from ..shipped import resolve
-    from ..tools import ToolPolicy
-
-    path = resolve(str(scenario), "examples")
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
-        raise CedarliteError(f"cannot read `{scenario}`: {err}") from None
-    config = doc.get("config", doc) if isinstance(doc, dict) else doc
-    tools = doc.get("tools") if isinstance(doc, dict) and "config" in doc else None
-    policy = ToolPolicy(config, tools or [])
-    loaded = policy.load_rules([resolve(r) for r in rules]) if rules else None
+    """Prove each permit of ``never`` disjoint from the guard's policies: ``policy``'s tool
+    layer with the argument ``rules`` (anything :meth:`ToolPolicy.load_rules` takes, or
+    ``None``), over ``policy.schema``. A refutation is decided by the guard in the run
+    context the solver chose, else in ``context`` (the deployment's own), and reported as a
+    bypass only when one of them allows it."""
+    loaded = policy.load_rules(rules) if rules is not None else None
     guard, _ = policy._with_rules(loaded)
     out = []
     for p in never.active:
@@ -67,13 +61,14 @@ def prove_promises(
         )
         call = None
         if result.holds is False and result.counterexample is not None:
-            call, confirmed = _as_call(policy, loaded, result)
-            if not confirmed:
+            call = _as_call(policy, loaded, result, context or {})
+            if call is None:
                 result = ProofResult(
                     result.prop,
                     None,
-                    "not proved: the solver's bypass relies on tool entities other than the "
-                    "catalog's (the guard denies it)",
+                    "not proved: the solver's bypass is denied by the guard in a run context "
+                    "it accepts (the solver's, or the configuration's): it relies on a context "
+                    "or tool entities no run has",
                     result.counterexample,
                 )
         out.append(Promise(name, result, call))
@@ -98,16 +93,39 @@ def _arguments_are_attributes(enc: Any) -> list[Any]:
     return out
 
 
-def _as_call(policy: Any, rules: Any, result: ProofResult) -> tuple[dict[str, Any], bool]:
-    """The counterexample as a tool call, and whether the guard itself allows it."""
+def _as_call(
+    policy: ToolPolicy, rules: Any, result: ProofResult, context: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The counterexample as a tool call (``{"tool", "params", "context"}``, the context a
+    run context) that the guard itself allows, or ``None``."""
     ce = result.counterexample
     assert ce is not None
-    context = dict(ce.request["context"])
-    params = context.pop("input", {})
+    cedar = dict(ce.request["context"])
+    params = cedar.pop("input", {})
     tool = ce.request["action"]["id"]
-    call = {"tool": tool, "params": params, "context": context}
-    try:
-        decision = policy.authorize_call(context, tool, params, rules=rules)
-    except CedarliteError:
-        return call, False
-    return call, bool(decision.allowed)
+    for run in (_run_context(cedar), context):
+        try:
+            decision = policy.authorize_call(run, tool, params, rules=rules)
+        except CedarliteError:  # not a run context this configuration accepts
+            continue
+        if decision.allowed:
+            return {"tool": tool, "params": params, "context": dict(run)}
+    return None
+
+
+def _run_context(cedar: Mapping[str, Any]) -> dict[str, Any]:
+    """The run context whose Cedar context is ``cedar`` (as the guard builds it), with the
+    keys that it holds a value for."""
+    run: dict[str, Any] = {}
+    if cedar.get("agent"):
+        run["agentId"] = cedar["agent"]
+    if cedar.get("provider") and cedar.get("providerModel"):
+        run["provider"] = cedar["provider"]
+        run["model"] = cedar["providerModel"]
+    for key in ("channel", "groupId"):
+        if cedar.get(key):
+            run[key] = cedar[key]
+    for key in ("sandboxed", "senderIsOwner", "subagentDepth", "toolsEnabled"):
+        if key in cedar:
+            run[key] = cedar[key]
+    return run

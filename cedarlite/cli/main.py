@@ -329,6 +329,13 @@ def _parser() -> argparse.ArgumentParser:
     tpv.add_argument("--rules", action="append", metavar="FILE", help="argument rules; repeatable")
     tpv.add_argument("--never", required=True, metavar="QUERY", help="permits nothing may match")
     tpv.add_argument("--timeout", type=float, default=30.0, help="seconds per promise")
+    tpv.add_argument(
+        "--host",
+        choices=("openclaw", "claude-code"),
+        default="openclaw",
+        help="whose tools the guard has: the file's own (OpenClaw's core tools when it lists "
+        "none), or Claude Code's built-ins mapped as its hook maps them (default: openclaw)",
+    )
     tpv.set_defaults(run=lambda args: _prove_commands().run_tools_prove(args))
 
     ts = tsub.add_parser("schema", help="the Cedar schema of a scenario's tools")

@@ -108,11 +108,46 @@ def _print_counterexample(result: ProofResult, args: Any) -> None:
             )
 
 
+def _host_call(mapping: Any, call: dict[str, Any]) -> str:
+    """A bypass as the host's own call: the first host tool mapped to it, its arguments
+    renamed back (those the adapter computes from a path left out)."""
+    # lazy on purpose: as in run_tools_prove
+    from ..hosts.mapping import without_path_attributes
+
+    params = without_path_attributes(call["params"])
+    for host_tool, entry in mapping.entries.items():
+        if entry.tool == call["tool"]:
+            back = {new: old for old, new in entry.arguments.items() if new is not None}
+            params = {back.get(k, k): v for k, v in params.items()}
+            return f"{host_tool} {json.dumps(params, ensure_ascii=False)}"
+    return f"{call['tool']} {json.dumps(params, ensure_ascii=False)}"
+
+
 def run_tools_prove(args: Any) -> int:
     """``cedarlite tools prove``: each promise proved, or its bypass printed."""
+    # lazy on purpose: only this command reads a host's configuration
+    from ..hosts.claude_code import HookConfig
+    from ..shipped import resolve
+    from ..tools import ToolPolicy
+
     try:
         never = _policies(args.never)
-        promises = prove_promises(args.scenario, args.rules or [], never, timeout=args.timeout)
+        # The configuration as the host's guard reads it (a scenario's `calls` aside), with
+        # the tools the guard has before any call.
+        config = HookConfig.read(resolve(args.scenario, "examples"), args.rules or [],
+                                 ignore=("calls",))  # fmt: skip
+        rule_sets = config.rule_sets()
+        try:
+            policy = ToolPolicy(config.config, config.run_tools(args.host, rule_sets), strict=True)
+            policy.check_context(config.context)
+        except CedarliteError as err:
+            raise config.located(err) from None
+        # The run context the deployment decides in: the file's (the Claude Code hook adds
+        # that the local user is the owner).
+        run = config.run_context({}) if args.host == "claude-code" else config.context
+        promises = prove_promises(
+            policy, rule_sets or None, never, timeout=args.timeout, context=run
+        )
     except CedarliteError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_UNKNOWN
@@ -125,9 +160,10 @@ def run_tools_prove(args: Any) -> int:
             worst = EXIT_REFUTED
             call = promise.call
             print(f"BYPASS   {promise.name}: the guard allows")
-            print(
-                f"           tool {call['tool']} {json.dumps(call['params'], ensure_ascii=False)}"
-            )
+            params = json.dumps(call["params"], ensure_ascii=False)
+            print(f"           tool {call['tool']} {params}")
+            if args.host == "claude-code":
+                print(f"           as Claude Code calls it: {_host_call(config.mapping, call)}")
             print(f"           context {json.dumps(call['context'], ensure_ascii=False)}")
         else:
             worst = max(worst, EXIT_UNKNOWN) if worst != EXIT_REFUTED else worst

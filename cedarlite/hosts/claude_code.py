@@ -215,6 +215,27 @@ class HookConfig(NamedTuple):
                 names.add(c.tool)
         return out
 
+    def run_tools(
+        self, host: str = "openclaw", rule_sets: Sequence[PolicySet] | None = None
+    ) -> list[Mapping[str, Any]]:
+        """The run's tools before any call, for a guard of this file at ``host``: Claude
+        Code's (:meth:`catalog`: its built-ins as OpenClaw tools, the file's ``tools``, the MCP
+        tools the rules name) or OpenClaw's (the file's ``tools``, OpenClaw's core tools when
+        it lists none, and the MCP tools the rules name). ``rule_sets``: the rules, parsed
+        (:meth:`rule_sets`, by default)."""
+        named = named_mcp_tools(self.rule_sets() if rule_sets is None else rule_sets)
+        if host == "claude-code":
+            return self.catalog(None, named)
+        if self.tools:
+            tools = list(self.tools)
+        else:
+            # lazy on purpose: only a configuration without tools needs the core list
+            from ..tools.catalog import CORE_TOOL_IDS
+
+            tools = [{"name": name} for name in CORE_TOOL_IDS]
+        names = {t.get("name") for t in tools}
+        return tools + [{"name": n, "pluginId": BUNDLE_MCP} for n in named if n not in names]
+
     def check(self) -> None:
         """Raise for the mistakes reading leaves to the build of a guard (not paid on every
         call): in the argument maps (:meth:`HostMapping.check`) and in the ``tools`` entries

@@ -31,7 +31,6 @@ from ..claude_code import (
     answer_event,
     guard_key,
     load_guard,
-    named_mcp_tools,
     state_dir,
 )
 from .protocol import ProtocolError
@@ -120,30 +119,12 @@ class Generation:
 
     # -- the guards of the OpenClaw-shaped operations ------------------------------------------
 
-    def tools(self) -> list[Mapping[str, Any]]:
-        """The run's tools: the configuration file's ``tools`` (OpenClaw's core tools when it
-        lists none), and the MCP tools the rules name as actions."""
-        if self.config.tools:
-            tools = list(self.config.tools)
-        else:
-            # lazy on purpose: only a configuration without tools needs the core list
-            from ...tools.catalog import CORE_TOOL_IDS
-
-            tools = [{"name": name} for name in CORE_TOOL_IDS]
-        names = {t.get("name") for t in tools}
-        tools += [
-            {"name": n, "pluginId": "bundle-mcp"}
-            for n in named_mcp_tools(self.rule_sets)
-            if n not in names
-        ]
-        return tools
-
     def _build_base(self) -> Guard:
         """The guard of the file's run context (strict: any mistake raises)."""
         try:
             guard = Guard(
                 self.config.config,
-                self.tools(),
+                self.config.run_tools(rule_sets=self.rule_sets),
                 self.config.context,
                 rules=self.rule_sets or None,
                 strict=True,
