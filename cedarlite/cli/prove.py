@@ -5,11 +5,11 @@ refuted (the counterexample is printed with an ``authorize`` command line that r
 ``--out DIR`` writes ``request.json`` and ``entities.json``), 3 when unknown (not encoded,
 timed out, or input that cannot be read).
 
-``cedarlite tools prove CONFIG --rules R... --never QUERY.cedar``: each permit of the query
-file is a promise of the rules ("nothing like this is ever allowed"); each is proved disjoint
-from the guard's compiled policy set (tool layer and rules), over the catalog's schema (as
-``tools schema`` prints it). A refutation is a concrete tool call the guard allows, checked
-by deciding it with the guard itself.
+``cedarlite tools prove CONFIG [--host openclaw|claude-code] --rules R... --never QUERY.cedar``:
+each permit of the query file is a promise of the rules ("nothing like this is ever
+allowed"); each is proved disjoint from the guard's compiled policy set (tool layer and
+rules), over the schema of the catalog the host's guard has. A refutation is a concrete tool
+call the guard allows, checked by deciding it with the guard itself.
 """
 
 from __future__ import annotations
