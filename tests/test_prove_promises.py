@@ -19,14 +19,20 @@ EXAMPLE = json.loads((ROOT / "examples" / "coding-agent.json").read_text(encodin
 CODING_AGENT = ToolPolicy(EXAMPLE["config"], EXAMPLE["tools"])
 
 
+def cedarlite(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=600
+    )
+
+
+SHIPPED = ("tools", "prove", "cedarlite:coding-agent", "--rules", "cedarlite:paths",
+           "--rules", "cedarlite:exec-commands")  # fmt: skip
+
+
 def test_the_shipped_promises() -> None:
     # The command of docs/proofs.md: every promise is proved (about a second each, against a
     # 30 s budget). A broken one prints its bypass, a call the guard itself allows.
-    argv = ["tools", "prove", "cedarlite:coding-agent", "--rules", "cedarlite:paths",
-            "--rules", "cedarlite:exec-commands", "--never", "cedarlite:promises"]  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=600
-    )
+    proc = cedarlite(*SHIPPED, "--never", "cedarlite:promises")
     lines = {
         line.split()[1].rstrip(":"): line for line in proc.stdout.splitlines() if line[:1] != " "
     }
@@ -73,49 +79,8 @@ def test_a_bypass_is_a_call_the_guard_allows(tmp_path: Path) -> None:
     assert found["no-ssh-read"].result.holds is True
 
 
-def test_the_cli(tmp_path: Path) -> None:
-    rules = tmp_path / "weak.cedar"
-    rules.write_text('@id("none") forbid (principal, action, resource) when { false };')
-    never = tmp_path / "never.cedar"
-    never.write_text(
-        '@id("no-key") permit (principal, action == Action::"read", resource) '
-        'when { resource.path like "*.key" };'
-    )
-    argv = [
-        "tools",
-        "prove",
-        "cedarlite:coding-agent",
-        "--rules",
-        str(rules),
-        "--never",
-        str(never),
-    ]
-    proc = subprocess.run(
-        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 1, proc.stderr
-    assert "BYPASS   no-key: the guard allows" in proc.stdout
-    assert "tool read" in proc.stdout and ".key" in proc.stdout
-
-
-CLAUDE_CODE = ["tools", "prove", str(ROOT / "examples" / "claude-code" / "cedarlite.json"),
-               "--host", "claude-code"]  # fmt: skip
-
-
-def test_the_shipped_promises_hold_for_claude_code() -> None:
-    # The Claude Code example's guard: Claude Code's built-ins (Bash, Read, PowerShell...) as
-    # its hook maps them, the file's tools and the MCP tools its rules name.
-    argv = [*CLAUDE_CODE, "--rules", "cedarlite:paths", "--rules", "cedarlite:exec-commands",
-            "--rules", str(ROOT / "examples" / "claude-code" / "rules.cedar"),
-            "--never", "cedarlite:promises"]  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("proved ") == len(PolicySet.from_file(PROMISES).active)
-
-
-def test_a_claude_code_bypass_names_the_host_tool(tmp_path: Path) -> None:
+def no_key_query(tmp_path: Path) -> tuple[str, str]:
+    """Rules that forbid nothing, and the promise that no path names a `.key` file."""
     rules = tmp_path / "weak.cedar"
     rules.write_text('@id("none") forbid (principal, action, resource) when { false };')
     never = tmp_path / "never.cedar"
@@ -123,10 +88,35 @@ def test_a_claude_code_bypass_names_the_host_tool(tmp_path: Path) -> None:
         '@id("no-key") permit (principal, action, resource) '
         'when { resource has path && resource.path like "*.key" };'
     )
-    argv = [*CLAUDE_CODE, "--rules", str(rules), "--never", str(never)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=300
-    )
+    return str(rules), str(never)
+
+
+def test_the_cli(tmp_path: Path) -> None:
+    rules, never = no_key_query(tmp_path)
+    proc = cedarlite("tools", "prove", "cedarlite:coding-agent", "--rules", rules, "--never", never)
+    assert proc.returncode == 1, proc.stderr
+    assert "BYPASS   no-key: the guard allows" in proc.stdout
+    assert "tool read" in proc.stdout and ".key" in proc.stdout
+
+
+CLAUDE_CODE = ("tools", "prove", str(ROOT / "examples" / "claude-code" / "cedarlite.json"),
+               "--host", "claude-code")  # fmt: skip
+
+
+def test_the_shipped_promises_hold_for_claude_code() -> None:
+    # The Claude Code example's guard: Claude Code's built-ins (Bash, Read, PowerShell...) as
+    # its hook maps them, the file's tools and the MCP tools its rules name.
+    proc = cedarlite(*CLAUDE_CODE, "--rules", "cedarlite:paths", "--rules",
+                     "cedarlite:exec-commands", "--rules",
+                     str(ROOT / "examples" / "claude-code" / "rules.cedar"),
+                     "--never", "cedarlite:promises")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("proved ") == len(PolicySet.from_file(PROMISES).active)
+
+
+def test_a_claude_code_bypass_names_the_host_tool(tmp_path: Path) -> None:
+    rules, never = no_key_query(tmp_path)
+    proc = cedarlite(*CLAUDE_CODE, "--rules", rules, "--never", never)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "BYPASS   no-key: the guard allows" in proc.stdout
     assert 'as Claude Code calls it: Read {"file_path": "' in proc.stdout, proc.stdout
@@ -135,9 +125,6 @@ def test_a_claude_code_bypass_names_the_host_tool(tmp_path: Path) -> None:
 def test_a_configuration_mistake_is_located(tmp_path: Path) -> None:
     config = tmp_path / "cedarlite.json"
     config.write_text('{"config": {"tools": {"profile": "codng"}}}')
-    argv = ["tools", "prove", str(config), "--never", "cedarlite:promises"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "cedarlite", *argv], capture_output=True, text=True, timeout=300
-    )
+    proc = cedarlite("tools", "prove", str(config), "--never", "cedarlite:promises")
     assert proc.returncode == 3
     assert "cedarlite.json:1:" in proc.stderr and "Traceback" not in proc.stderr
