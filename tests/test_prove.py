@@ -483,3 +483,18 @@ def test_a_principal_that_is_the_action_is_one_entity() -> None:
     ents = space.entities(case, ())
     assert [e["uid"] for e in ents].count(x.to_json()) == 1
     assert space.decide(case, ()) is None and not space.invalid
+
+
+def test_an_encoding_the_solver_rejects_answers_none(monkeypatch) -> None:
+    # A bug of ours (z3 raising on a term we built) is an unknown, never a traceback.
+    z3 = pytest.importorskip("z3")
+    import importlib
+
+    module = importlib.import_module("cedarlite.analysis.prove")
+
+    def broken(*args, **kwargs):
+        raise z3.Z3Exception("sort mismatch")
+
+    monkeypatch.setattr(module._Prover, "solve", broken)
+    r = prove("always-denies", P("context.n > 3"), schema=S)
+    assert r.holds is None and "sort mismatch" in r.reason and "please report" in r.reason

@@ -126,11 +126,16 @@ def prove(
         raise CedarliteError(f"`{prop}` compares two policy sets: give `b`", code="usage")
     if not two and b is not None:
         raise CedarliteError(f"`{prop}` is a property of one policy set: drop `b`", code="usage")
-    z3mod()
+    z3 = z3mod()
     schema = as_schema(schema)
     first = _as_set(a)
     second = _as_set(b) if b is not None else None
-    return _Prover(prop, first, second, schema, timeout, assume).run()
+    try:
+        return _Prover(prop, first, second, schema, timeout, assume).run()
+    except z3.Z3Exception as err:  # an encoding the solver rejects: a bug, never an answer
+        return ProofResult(
+            prop, None, f"not proved: the solver rejected the encoding ({err}); please report it"
+        )
 
 
 def _as_set(ps: PolicySet | str) -> PolicySet:
