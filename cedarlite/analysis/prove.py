@@ -334,8 +334,8 @@ class _Prover:
             case _:  # GUARD_DISJOINT
                 q = z3.And(allow_a, z3.Not(err_a), allow_b)
         # The simplifier finds the queries that are false outright; its output is not what the
-        # solver gets: it distributes the rules' `!(has && like...)` into formulas a thousand
-        # times larger (one_regex works on the formula as encoded).
+        # solver gets: it distributes the rules' `!(has && like...)` (a path promise's query:
+        # 1.1 MB against 88 KB as encoded), where one_regex works on the formula as encoded.
         return None if z3.is_false(z3.simplify(q)) else one_regex(z3, q)
 
     # -- counterexamples -------------------------------------------------------------------
